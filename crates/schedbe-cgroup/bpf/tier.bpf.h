@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * LC/BE tier classification, shared by the scheduler (schedbe run) and the
+ * independent tracer (schedbe trace). Each program that includes this header
+ * gets its own be_cgroups map, filled by its own userspace from the same rules
+ * (crates/schedbe-cgroup), so the tracer never reads the scheduler's state.
+ *
+ * A task is BE when any of these holds, checked at the moment of the call, so
+ * policy changes, cpu.idle writes and cgroup moves take effect immediately:
+ *   1. its policy is SCHED_IDLE;
+ *   2. its cpu cgroup or any ancestor has cpu.idle=1 (task_group->idle);
+ *   3. its cgroup v2 cgroup or any ancestor is in be_cgroups (configured path
+ *      patterns; userspace inserts the matching cgroups, not their children).
+ * Everything else is LC. Kernel threads are LC unless SCHED_IDLE.
+ */
+#ifndef __SCHEDBE_TIER_BPF_H
+#define __SCHEDBE_TIER_BPF_H
+
+#define SCHEDBE_SCHED_IDLE	5	/* uapi SCHED_IDLE */
+#define SCHEDBE_MAX_CGRP_DEPTH	32	/* deeper levels are not inspected */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);	/* cgroup id (kernfs node id == directory inode) */
+	__type(value, u8);
+} be_cgroups SEC(".maps");
+
+/* cpu.idle=1 on the task's cpu cgroup or an ancestor. */
+static __always_inline bool tier_tg_idle(struct task_struct *p)
+{
+	struct task_group *tg;
+	int i;
+
+	if (!bpf_core_field_exists(tg->idle))
+		return false;
+	tg = BPF_CORE_READ(p, sched_task_group);
+	for (i = 0; i < SCHEDBE_MAX_CGRP_DEPTH && tg; i++) {
+		if (BPF_CORE_READ(tg, idle))
+			return true;
+		tg = BPF_CORE_READ(tg, parent);
+	}
+	return false;
+}
+
+/* The task's cgroup v2 cgroup or an ancestor (not the root) is a configured BE path. */
+static __always_inline bool tier_cgroup_listed(struct task_struct *p)
+{
+	struct cgroup *cgrp, *anc;
+	int level, i;
+	u64 id;
+
+	cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	if (!cgrp)
+		return false;
+	level = BPF_CORE_READ(cgrp, level);
+	for (i = 1; i < SCHEDBE_MAX_CGRP_DEPTH; i++) {
+		if (i > level)
+			break;
+		anc = NULL;
+		if (bpf_probe_read_kernel(&anc, sizeof(anc), &cgrp->ancestors[i]) || !anc)
+			break;
+		id = BPF_CORE_READ(anc, kn, id);
+		if (bpf_map_lookup_elem(&be_cgroups, &id))
+			return true;
+	}
+	return false;
+}
+
+static __always_inline bool tier_task_is_be(struct task_struct *p)
+{
+	if (BPF_CORE_READ(p, policy) == SCHEDBE_SCHED_IDLE)
+		return true;
+	return tier_tg_idle(p) || tier_cgroup_listed(p);
+}
+
+#endif /* __SCHEDBE_TIER_BPF_H */

@@ -1,0 +1,233 @@
+//! cgroup v2 helpers and the LC/BE classification rules.
+//!
+//! The scheduler (`schedbe run`) and the independent tracer (`schedbe trace`)
+//! classify tasks by the same rules. The BPF half lives in `bpf/tier.bpf.h`
+//! (SCHED_IDLE policy and cpu.idle are read from the kernel directly); this
+//! crate supplies the third rule: cgroups whose path matches a configured
+//! pattern. Each consumer keeps its own BPF map and fills it from [`scan`].
+
+use std::collections::HashSet;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Where cgroup v2 is mounted.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// Kubelet BestEffort cgroups, for the systemd and cgroupfs cgroup drivers,
+/// at the default cgroup root or nested under another one.
+pub const DEFAULT_BE_PATTERNS: &[&str] = &[
+    "kubepods.slice/kubepods-besteffort.slice",
+    "**/kubepods.slice/kubepods-besteffort.slice",
+    "kubepods/besteffort",
+    "**/kubepods/besteffort",
+];
+
+/// Compiled cgroup path patterns (globs relative to the cgroup root, `**`
+/// matches any number of levels). A matching cgroup and all its descendants are BE.
+#[derive(Debug, Clone)]
+pub struct BeRules {
+    patterns: Vec<glob::Pattern>,
+}
+
+impl BeRules {
+    /// Compile patterns; a pattern that is not a valid glob is an error naming it.
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
+        let mut out = Vec::new();
+        for p in patterns {
+            let p = p.as_ref().trim_matches('/');
+            if p.is_empty() {
+                bail!("empty BE cgroup pattern (the root cgroup cannot be BE)");
+            }
+            let pat = glob::Pattern::new(p)
+                .with_context(|| format!("invalid BE cgroup pattern {p:?}"))?;
+            out.push(pat);
+        }
+        Ok(Self { patterns: out })
+    }
+
+    /// The defaults: kubelet BestEffort cgroups for both drivers.
+    pub fn defaults() -> Self {
+        Self::new(DEFAULT_BE_PATTERNS).expect("default patterns are valid")
+    }
+
+    /// Does this path (relative to the cgroup root, no leading slash) match?
+    pub fn matches(&self, rel: &str) -> bool {
+        let opts = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        self.patterns.iter().any(|p| p.matches_with(rel, opts))
+    }
+
+    pub fn patterns(&self) -> Vec<String> {
+        self.patterns.iter().map(|p| p.as_str().to_string()).collect()
+    }
+}
+
+/// One cgroup directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cgroup {
+    /// Path relative to the cgroup root, without leading slash ("" is the root).
+    pub rel: String,
+    /// cgroup id: the directory's inode number, equal to kernfs_node->id.
+    pub id: u64,
+}
+
+/// Walk the cgroup tree under `root` (depth first, root included).
+/// Cgroups that vanish during the walk are skipped.
+pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {
+    let meta = fs::metadata(root).with_context(|| format!("cannot read {}", root.display()))?;
+    let mut out = vec![Cgroup { rel: String::new(), id: meta.ino() }];
+    let mut stack: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if !ft.is_dir() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let crel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let Ok(m) = e.metadata() else { continue };
+            out.push(Cgroup { rel: crel.clone(), id: m.ino() });
+            stack.push((e.path(), crel));
+        }
+    }
+    Ok(out)
+}
+
+/// cgroups under `root` whose path matches `rules` (their descendants are BE
+/// too, which the BPF side resolves by walking ancestors).
+pub fn scan(root: &Path, rules: &BeRules) -> Result<Vec<Cgroup>> {
+    Ok(walk(root)?.into_iter().filter(|c| !c.rel.is_empty() && rules.matches(&c.rel)).collect())
+}
+
+/// Keeps a BPF hash map of cgroup ids in step with a scan: returns ids to add
+/// and ids to remove since the previous call.
+#[derive(Default)]
+pub struct IdSet {
+    cur: HashSet<u64>,
+}
+
+impl IdSet {
+    pub fn update(&mut self, ids: impl IntoIterator<Item = u64>) -> (Vec<u64>, Vec<u64>) {
+        let new: HashSet<u64> = ids.into_iter().collect();
+        let add = new.difference(&self.cur).copied().collect();
+        let del = self.cur.difference(&new).copied().collect();
+        self.cur = new;
+        (add, del)
+    }
+    pub fn len(&self) -> usize {
+        self.cur.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.cur.is_empty()
+    }
+}
+
+/// A cgroup with a cpu.max limit (anything but "max ...").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuMax {
+    pub rel: String,
+    pub value: String,
+}
+
+/// Every cgroup under `root` that sets a cpu.max quota.
+pub fn cpu_max_limits(root: &Path) -> Result<Vec<CpuMax>> {
+    let mut out = Vec::new();
+    for c in walk(root)? {
+        if c.rel.is_empty() {
+            continue;
+        }
+        let Ok(v) = fs::read_to_string(root.join(&c.rel).join("cpu.max")) else { continue };
+        let v = v.trim().to_string();
+        if !v.starts_with("max") {
+            out.push(CpuMax { rel: c.rel, value: v });
+        }
+    }
+    Ok(out)
+}
+
+/// cpu.weight of a cgroup (100 when the file is absent, e.g. the root or a
+/// cgroup without the cpu controller).
+pub fn cpu_weight(root: &Path, rel: &str) -> u32 {
+    fs::read_to_string(root.join(rel).join("cpu.weight"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+/// The cgroup v2 path of a process, relative to the root ("" for the root).
+pub fn proc_cgroup(pid: u32) -> Result<String> {
+    let s = fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .with_context(|| format!("cannot read /proc/{pid}/cgroup"))?;
+    for line in s.lines() {
+        if let Some(p) = line.strip_prefix("0::") {
+            return Ok(p.trim_start_matches('/').to_string());
+        }
+    }
+    bail!("process {pid} has no cgroup v2 entry (is cgroup v2 mounted?)")
+}
+
+/// Is cgroup v2 mounted at [`CGROUP_ROOT`]?
+pub fn cgroup2_mounted() -> bool {
+    Path::new(CGROUP_ROOT).join("cgroup.controllers").exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_both_kubelet_drivers() {
+        let r = BeRules::defaults();
+        assert!(r.matches("kubepods.slice/kubepods-besteffort.slice"));
+        assert!(r.matches("kubepods/besteffort"));
+        assert!(r.matches("custom.slice/kubepods.slice/kubepods-besteffort.slice"));
+        assert!(!r.matches("kubepods.slice/kubepods-burstable.slice"));
+        assert!(!r.matches("kubepods/burstable"));
+        assert!(!r.matches("system.slice"));
+        // descendants are resolved on the BPF side, not by the pattern
+        assert!(!r.matches("kubepods/besteffort/pod1"));
+    }
+
+    #[test]
+    fn bad_pattern_is_named() {
+        let e = BeRules::new(&["a/[b"]).unwrap_err();
+        assert!(format!("{e:#}").contains("a/[b"), "{e:#}");
+        assert!(BeRules::new(&["/"]).is_err());
+    }
+
+    #[test]
+    fn idset_diffs() {
+        let mut s = IdSet::default();
+        let (a, d) = s.update([1, 2]);
+        assert_eq!((a.len(), d.len()), (2, 0));
+        let (a, d) = s.update([2, 3]);
+        assert_eq!((a, d), (vec![3], vec![1]));
+    }
+
+    #[test]
+    fn walk_and_scan_a_fake_tree() {
+        let tmp = std::env::temp_dir().join(format!("schedbe-cg-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("kubepods/besteffort/pod1")).unwrap();
+        fs::create_dir_all(tmp.join("kubepods/burstable")).unwrap();
+        fs::write(tmp.join("kubepods/burstable/cpu.max"), "50000 100000\n").unwrap();
+        fs::write(tmp.join("kubepods/cpu.max"), "max 100000\n").unwrap();
+        fs::write(tmp.join("kubepods/cpu.weight"), "42\n").unwrap();
+        let all = walk(&tmp).unwrap();
+        assert_eq!(all.len(), 5);
+        let be = scan(&tmp, &BeRules::defaults()).unwrap();
+        assert_eq!(be.iter().map(|c| c.rel.as_str()).collect::<Vec<_>>(), ["kubepods/besteffort"]);
+        let lim = cpu_max_limits(&tmp).unwrap();
+        assert_eq!(lim, vec![CpuMax { rel: "kubepods/burstable".into(), value: "50000 100000".into() }]);
+        assert_eq!(cpu_weight(&tmp, "kubepods"), 42);
+        assert_eq!(cpu_weight(&tmp, "kubepods/besteffort"), 100);
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+}

@@ -1,0 +1,2 @@
+#include <scx/common.bpf.h>
+char _license[] SEC("license") = "GPL";

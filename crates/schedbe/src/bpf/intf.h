@@ -1,0 +1,4 @@
+#ifndef __SCHEDBE_INTF_H
+#define __SCHEDBE_INTF_H
+enum consts { SCHEDBE_PLACEHOLDER = 1 };
+#endif

@@ -1,0 +1,2 @@
+mod bpf_skel;
+fn main() {}

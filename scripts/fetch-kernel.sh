@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Fetch the newest Debian trixie-backports kernel whose config has
+# CONFIG_SCHED_CLASS_EXT=y and unpack it under .cache/kernel/<version>/.
+# Uses a private apt configuration, so the host's sources and packages are untouched.
+# Prints the unpacked directory on stdout. Idempotent: a verified cache is reused.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${SCHEDBE_CACHE:-$ROOT/.cache}
+KDIR=$CACHE/kernel
+APTDIR=$CACHE/apt
+log() { printf 'fetch-kernel: %s\n' "$*" >&2; }
+
+# An unpacked kernel directory holds usr/lib/modules/<ver>/ and, made here,
+# top-level links: vmlinuz, config, modules (the <ver> directory) and release.
+normalize() { # $1 = unpacked dir: find the kernel image and config, link them at the top
+    local m v c
+    m=$(ls -d "$1"/usr/lib/modules/*/ 2>/dev/null | head -1) || return 1
+    [[ -n $m ]] || return 1
+    v=$(ls "$m"/vmlinuz "$1"/boot/vmlinuz-* 2>/dev/null | head -1)
+    c=$(ls "$m"/config "$1"/boot/config-* 2>/dev/null | head -1)
+    [[ -n $v && -n $c ]] || return 1
+    ln -sfn "${v#"$1"/}" "$1/vmlinuz"; ln -sfn "${c#"$1"/}" "$1/config"
+    ln -sfn "${m#"$1"/}" "$1/modules"; basename "$m" > "$1/release"
+}
+verify() { # $1 = unpacked dir; succeeds if it holds a sched_ext kernel
+    [[ -e $1/vmlinuz && -e $1/config && -s $1/release ]] \
+        && grep -qx 'CONFIG_SCHED_CLASS_EXT=y' "$1/config" \
+        && grep -qx 'CONFIG_DEBUG_INFO_BTF=y' "$1/config"
+}
+
+# Reuse the cache when it is fresh (one day) and verified.
+if [[ -L $KDIR/current ]] && verify "$KDIR/current" \
+   && [[ -z $(find "$KDIR/current/" -maxdepth 0 -mtime +1 2>/dev/null) || ${SCHEDBE_OFFLINE:-0} == 1 ]]; then
+    readlink -f "$KDIR/current"; exit 0
+fi
+
+mkdir -p "$APTDIR"/{lists/partial,archives/partial,etc/preferences.d} "$KDIR"
+cat > "$APTDIR/etc/sources.list" <<SRC
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
+SRC
+APT=(-o Dir::Etc::SourceList="$APTDIR/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
+     -o Dir::Etc::PreferencesParts="$APTDIR/etc/preferences.d"
+     -o Dir::State::Lists="$APTDIR/lists" -o Dir::Cache::Archives="$APTDIR/archives"
+     -o Dir::Cache="$APTDIR" -o APT::Architecture=amd64 -o Debug::NoLocking=1)
+log "reading the trixie-backports index"
+apt-get "${APT[@]}" update -qq >/dev/null 2>&1 || apt-get "${APT[@]}" update
+
+# Candidates, newest first: linux-binary-<ver>-amd64 (split packaging) and the
+# classic linux-image-<ver>-amd64. The cloud flavour has no sched_ext.
+mapfile -t cands < <(apt-cache "${APT[@]}" pkgnames linux- 2>/dev/null \
+    | grep -E '^linux-(binary|image)-[0-9][0-9.]*(\+[a-z0-9]+)?(-[0-9]+)?-amd64$' \
+    | sed -E 's/^linux-(binary|image)-//' | sort -Vur)
+((${#cands[@]})) || { log "no amd64 kernel found in trixie(-backports)"; exit 1; }
+
+for ver in "${cands[@]}"; do
+    dest=$KDIR/$ver
+    if verify "$dest"; then ln -sfn "$ver" "$KDIR/current"; echo "$dest"; exit 0; fi
+    work=$(mktemp -d "$KDIR/.tmp.XXXX"); chmod 755 "$work"  # apt's _apt user writes here
+    log "trying $ver"
+    pkgs=()
+    if apt-cache "${APT[@]}" show "linux-binary-$ver" >/dev/null 2>&1; then
+        pkgs=("linux-binary-$ver" "linux-modules-$ver")
+        # newer split packaging keeps config and System.map in linux-base-<ver>
+        apt-cache "${APT[@]}" show "linux-base-$ver" >/dev/null 2>&1 && pkgs+=("linux-base-$ver")
+    else
+        pkgs=("linux-image-$ver")
+    fi
+    if (cd "$work" && apt-get "${APT[@]}" download "${pkgs[@]}" >"$work/apt.log" 2>&1); then
+        for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
+        rm -f "$work"/*.deb
+        if normalize "$work/root" && verify "$work/root"; then
+            rm -rf "$dest"; mv "$work/root" "$dest"; rm -rf "$work"
+            ln -sfn "$ver" "$KDIR/current"
+            log "using $ver"
+            echo "$dest"; exit 0
+        fi
+        log "$ver: config lacks CONFIG_SCHED_CLASS_EXT=y, skipping"
+    else
+        log "$ver: download failed: $(grep -E "^E:" "$work/apt.log" | head -1)"
+    fi
+    rm -rf "$work"
+done
+log "no candidate kernel has CONFIG_SCHED_CLASS_EXT=y"
+exit 1
