@@ -1,6 +1,10 @@
 fn main() {
+    // tier.bpf.h (the LC/BE rules) is shared with the tracer.
+    let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../schedbe-cgroup/bpf");
+    println!("cargo:rerun-if-changed={shared}/tier.bpf.h");
     scx_cargo::BpfBuilder::new()
         .unwrap()
+        .add_include_path(shared)
         .enable_intf("src/bpf/intf.h", "bpf_intf.rs")
         .enable_skel("src/bpf/main.bpf.c", "bpf")
         .build()

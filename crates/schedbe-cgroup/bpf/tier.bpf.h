@@ -32,7 +32,7 @@ static __always_inline bool tier_tg_idle(struct task_struct *p)
 	struct task_group *tg;
 	int i;
 
-	if (!bpf_core_field_exists(tg->idle))
+	if (!bpf_core_field_exists(struct task_group, idle))
 		return false;
 	tg = BPF_CORE_READ(p, sched_task_group);
 	for (i = 0; i < SCHEDBE_MAX_CGRP_DEPTH && tg; i++) {

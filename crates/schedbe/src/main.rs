@@ -1,2 +1,210 @@
+//! schedbe: SCHED_BE on sched_ext. See README.md for what and why.
+//!
+//! Modules, by responsibility:
+//! - `config`, `preflight`: what the user asked for, and whether the machine can do it
+//! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
+//! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
+//! - `stats`: live statistics (scx_stats)
+//! - `exec`: `schedbe exec --be`
+//! - `vm`: `schedbe vm`, for hosts without sched_ext
+//! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
+
+mod bpf_intf;
 mod bpf_skel;
-fn main() {}
+mod config;
+mod exec;
+mod flatten;
+mod preflight;
+mod sched;
+mod stats;
+mod vm;
+
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use log::info;
+
+use config::Config;
+
+#[derive(Parser, Debug)]
+#[command(name = "schedbe", version, about = "Best-effort work as a categorically lower scheduling class (sched_ext)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Load the scheduler and run until SIGINT/SIGTERM
+    Run(RunArgs),
+    /// Run a command in the BE tier and return its exit status
+    Exec(ExecArgs),
+    /// Print the running scheduler's stats
+    Stats(StatsArgs),
+    /// Run a command in a VM whose kernel has sched_ext (scripts/vm.sh)
+    #[command(trailing_var_arg = true)]
+    Vm {
+        /// Options for scripts/vm.sh (--cpus N, --mem M, --timeout S), then -- CMD
+        #[arg(allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// TOML config file (see docs/design.md); flags override it
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Extra BE cgroup path pattern, glob relative to /sys/fs/cgroup (repeatable)
+    #[arg(long = "be-cgroup")]
+    be_cgroups: Vec<String>,
+    /// Do not treat kubelet BestEffort cgroups as BE by default
+    #[arg(long)]
+    no_default_be_cgroups: bool,
+    #[arg(long)]
+    lc_slice_us: Option<u64>,
+    #[arg(long)]
+    be_slice_us: Option<u64>,
+    /// A BE task waiting longer than this gets one guard slice (keeps the watchdog away)
+    #[arg(long)]
+    starvation_limit_ms: Option<u64>,
+    #[arg(long)]
+    guard_slice_us: Option<u64>,
+    /// Print stats every SECS seconds
+    #[arg(long, value_name = "SECS")]
+    stats: Option<f64>,
+    /// Print stats as one JSON object per line
+    #[arg(long)]
+    json: bool,
+    /// More log output
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args, Debug)]
+struct ExecArgs {
+    /// Run CMD in the BE tier (required: the only tier exec offers)
+    #[arg(long)]
+    be: bool,
+    /// The command and its arguments
+    #[arg(last = true, required = true)]
+    cmd: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct StatsArgs {
+    /// Interval in seconds
+    #[arg(long, default_value_t = 1.0)]
+    interval: f64,
+}
+
+fn init_log(verbose: bool) {
+    let level = if verbose { simplelog::LevelFilter::Debug } else { simplelog::LevelFilter::Info };
+    let cfg = simplelog::ConfigBuilder::new()
+        .set_time_level(simplelog::LevelFilter::Off)
+        .set_target_level(simplelog::LevelFilter::Off)
+        .set_thread_level(simplelog::LevelFilter::Off)
+        .set_location_level(simplelog::LevelFilter::Off)
+        .build();
+    let _ = simplelog::TermLogger::init(level, cfg, simplelog::TerminalMode::Stderr, simplelog::ColorChoice::Never);
+}
+
+fn duration_arg(name: &str, secs: f64) -> Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86400.0) {
+        bail!("--{name} must be a number of seconds in (0, 86400], got {secs}");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn build_config(a: &RunArgs) -> Result<Config> {
+    let mut cfg = match &a.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    cfg.be_cgroups.extend(a.be_cgroups.iter().cloned());
+    if a.no_default_be_cgroups {
+        cfg.default_be_cgroups = false;
+    }
+    if let Some(v) = a.lc_slice_us {
+        cfg.lc_slice_us = v;
+    }
+    if let Some(v) = a.be_slice_us {
+        cfg.be_slice_us = v;
+    }
+    if let Some(v) = a.starvation_limit_ms {
+        cfg.starvation_limit_ms = v;
+    }
+    if let Some(v) = a.guard_slice_us {
+        cfg.guard_slice_us = v;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn shutdown_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    ctrlc::set_handler(move || f.store(true, Ordering::Relaxed)).context("cannot install signal handler")?;
+    Ok(flag)
+}
+
+fn cmd_run(a: RunArgs) -> Result<i32> {
+    // Everything that can be checked without touching the system comes first.
+    let cfg = build_config(&a)?;
+    let out = sched::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
+    preflight::check_run()?;
+    init_log(a.verbose);
+    let shutdown = shutdown_flag()?;
+
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut s = sched::Scheduler::init(&cfg, &mut open_object)?;
+        let uei = s.run(shutdown.clone(), out)?;
+        drop(s);
+        if shutdown.load(Ordering::Relaxed) {
+            info!("unloaded; the kernel is back on its default scheduler");
+            return Ok(0);
+        }
+        if uei.should_restart() {
+            info!("the kernel asked for a restart; reloading");
+            continue;
+        }
+        // The BPF side exited on its own: uei_report! has printed the kernel's reason.
+        bail!("the scheduler was unloaded by the kernel (see the reason above); tasks are back on the default scheduler");
+    }
+}
+
+fn real_main() -> Result<i32> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Exec(a) => {
+            if !a.be {
+                bail!("schedbe exec needs --be (the only tier it offers): schedbe exec --be -- CMD");
+            }
+            exec::exec_be(&a.cmd)
+        }
+        Cmd::Stats(a) => {
+            let intv = duration_arg("interval", a.interval)?;
+            stats::monitor(intv, shutdown_flag()?)?;
+            Ok(0)
+        }
+        Cmd::Vm { args } => vm::run(&args),
+    }
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("schedbe: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

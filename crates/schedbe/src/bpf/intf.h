@@ -1,4 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types and constants shared by the BPF policy (main.bpf.c) and userspace. */
 #ifndef __SCHEDBE_INTF_H
 #define __SCHEDBE_INTF_H
-enum consts { SCHEDBE_PLACEHOLDER = 1 };
+
+#ifndef __VMLINUX_H__
+typedef unsigned long long u64;
+typedef unsigned int u32;
 #endif
+
+enum schedbe_consts {
+	SCHEDBE_MAX_CPUS	= 1024,
+	SCHEDBE_MAX_LLCS	= 64,
+	/* DSQ ids: one LC and one BE queue per LLC */
+	SCHEDBE_LC_DSQ_BASE	= 0,
+	SCHEDBE_BE_DSQ_BASE	= 1 << 16,
+	/* fixed-point 1.0 for per-cgroup weight factors */
+	SCHEDBE_FACTOR_ONE	= 1 << 16,
+};
+
+/* Per-CPU counters, summed by userspace. Times in ns. */
+struct cpu_stats {
+	u64 lc_ns;		/* CPU time of LC tasks */
+	u64 be_ns;		/* CPU time of BE tasks (guard slices included) */
+	u64 lc_dispatches;	/* LC tasks taken from a shared LC queue */
+	u64 lc_direct;		/* LC wakeups placed straight on an idle CPU */
+	u64 be_dispatches;	/* BE tasks taken from a BE queue */
+	u64 preempt_be;		/* entry check: LC wakeup preempted a CPU running BE */
+	u64 kick_idle;		/* LC/BE enqueue woke an idle CPU */
+	u64 exit_takes;		/* exit check: a CPU that would run BE took a waiting LC task */
+	u64 tick_yields;	/* backstop: BE yielded at a tick because LC was queued */
+	u64 guard_slices;	/* starvation guard: BE slices given while LC was runnable */
+	u64 guard_ns;		/* CPU time those guard slices took from LC */
+};
+
+/* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */
+struct cgrp_acct {
+	u64 runnable_wns;
+};
+
+#endif /* __SCHEDBE_INTF_H */

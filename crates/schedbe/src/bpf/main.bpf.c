@@ -1,7 +1,539 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * schedbe: SCHED_BE on sched_ext.
+ *
+ * Two tiers, strictly ordered. Best-effort (BE) tasks are those the rules in
+ * tier.bpf.h select (SCHED_IDLE, cpu.idle=1 cgroups, configured cgroup
+ * paths); every other task is latency-critical (LC). The scheduler runs in
+ * full-switch mode and schedules both tiers, because partial mode cannot
+ * implement the entry check (fair's wakeup path does not see a CPU running
+ * ext tasks as idle).
+ *
+ * Queues: per LLC, one LC and one BE dispatch queue, both ordered by virtual
+ * time. LC tasks are never placed in a per-CPU local queue except on a CPU
+ * that was idle at wakeup; BE tasks never are, except by the starvation guard.
+ *
+ * Invariants (checked independently by `schedbe trace`):
+ *  local: a CPU never starts a BE task while an LC task it may run is queued:
+ *         ops.dispatch drains every LC queue (all LLCs) before any BE queue,
+ *         and a CPU whose LC task is still runnable keeps it over BE.
+ *  entry: an LC task that is enqueued and finds no idle CPU preempts a CPU
+ *         running BE (SCX_KICK_PREEMPT). CPUs running BE are kept in
+ *         be_cpus, so this is a cpumask AND, not a scan. A claimed CPU is
+ *         cleared from be_cpus so concurrent wakeups preempt different CPUs.
+ *  exit:  a CPU about to run BE first takes an LC task waiting in any LLC's
+ *         queue (same drain order as "local").
+ *  LC fairness: LC virtual time advances by runtime / effective weight,
+ *         where effective weight = nice weight x the task's cgroup factor.
+ *         Userspace flattens the cgroup v2 cpu.weight hierarchy into those
+ *         factors from measured runnable load (see flatten.rs), so weights
+ *         hold across CPUs, not per runqueue.
+ *  no stall: a BE task queued longer than starvation_limit_ns gets one
+ *         guard slice, so the sched_ext watchdog never fires; the CPU time
+ *         this costs LC is counted (guard_ns).
+ */
 #include <scx/common.bpf.h>
+#include "intf.h"
+#include "tier.bpf.h"
+
 char _license[] SEC("license") = "GPL";
+
 UEI_DEFINE(uei);
+
+/* Tunables, set by userspace before load. */
+const volatile u64 lc_slice_ns = 5ULL * 1000 * 1000;
+const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
+const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
+const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
+const volatile u64 guard_interval_ns = 100ULL * 1000 * 1000;
+const volatile u32 nr_llcs = 1;
+const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
+
+/* Virtual-time clocks of the two tiers. */
+static u64 lc_vtime_now, be_vtime_now;
+
+/* CPUs currently running a BE task. */
+private(SCHEDBE) struct bpf_cpumask __kptr *be_cpus;
+
+struct task_ctx {
+	u64 started_at;		/* ops.running timestamp */
+	u64 enq_at;		/* BE: when queued (starvation guard) */
+	u64 runnable_at;	/* LC: start of unaccounted runnable time */
+	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
+	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
+	u8 tier_valid;
+	u8 guarded;		/* running on a guard slice */
+	u8 lc_runnable;		/* LC runnable-time accounting active */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cpu_stats);
+} stats SEC(".maps");
+
+/* Per-CPU: next time this CPU may run the starvation guard. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} guard_next SEC(".maps");
+
+/* cgroup id -> LC weight factor (SCHEDBE_FACTOR_ONE = 1.0), from userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);
+	__type(value, u64);
+} cgrp_factor SEC(".maps");
+
+/* cgroup id -> LC runnable load, read by userspace to flatten weights. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);
+	__type(value, struct cgrp_acct);
+} cgrp_load SEC(".maps");
+
+enum { TIER_LC = 0, TIER_BE = 1 };
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static __always_inline struct cpu_stats *my_stats(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
+#define STAT_ADD(field, v) do {					\
+	struct cpu_stats *__s = my_stats();			\
+	if (__s)						\
+		__s->field += (v);				\
+} while (0)
+
+static __always_inline u32 llc_of(s32 cpu)
+{
+	if (cpu < 0 || cpu >= SCHEDBE_MAX_CPUS)
+		return 0;
+	return cpu_llc[cpu] < nr_llcs ? cpu_llc[cpu] : 0;
+}
+
+static __always_inline u64 lc_dsq(u32 llc) { return SCHEDBE_LC_DSQ_BASE + llc; }
+static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
+
+static __always_inline u64 task_cgid(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+}
+
+/*
+ * Classify @p now and remember the result. A task that changes tier restarts
+ * on the new tier's clock: the two clocks are unrelated.
+ */
+static u8 classify(struct task_struct *p, struct task_ctx *tctx)
+{
+	u8 tier = tier_task_is_be(p) ? TIER_BE : TIER_LC;
+
+	if (tctx->tier_valid && tctx->tier != tier)
+		scx_bpf_task_set_dsq_vtime(p, tier == TIER_BE ? be_vtime_now : lc_vtime_now);
+	tctx->tier = tier;
+	tctx->tier_valid = 1;
+	return tier;
+}
+
+/*
+ * Effective LC weight: nice weight (p->scx.weight, 100 at nice 0) times the
+ * cgroup factor userspace computed. Unknown cgroups count as 1.0 until the
+ * next flattening pass (at most one interval).
+ */
+static u64 lc_weight(struct task_struct *p)
+{
+	u64 cgid = task_cgid(p), f = SCHEDBE_FACTOR_ONE, w;
+	u64 *fp = bpf_map_lookup_elem(&cgrp_factor, &cgid);
+
+	if (fp)
+		f = *fp;
+	w = (u64)p->scx.weight * f / SCHEDBE_FACTOR_ONE;
+	return w ? w : 1;
+}
+
+/* Add runnable time x weight of an LC task to its cgroup's load. */
+static void acct_runnable(struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	struct cgrp_acct *a, zero = {};
+	u64 dt;
+
+	if (!tctx->lc_runnable || now <= tctx->runnable_at)
+		return;
+	dt = now - tctx->runnable_at;
+	tctx->runnable_at = now;
+	a = bpf_map_lookup_elem(&cgrp_load, &tctx->acct_cgid);
+	if (!a) {
+		bpf_map_update_elem(&cgrp_load, &tctx->acct_cgid, &zero, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&cgrp_load, &tctx->acct_cgid);
+		if (!a)
+			return;
+	}
+	__sync_fetch_and_add(&a->runnable_wns, dt * p->scx.weight);
+}
+
+/* Entry check: make sure a CPU picks up the LC task just queued. */
+static void lc_kick(struct task_struct *p)
+{
+	struct bpf_cpumask *be;
+	s32 cpu, prev = scx_bpf_task_cpu(p);
+
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		STAT_ADD(kick_idle, 1);
+		return;
+	}
+
+	be = be_cpus;
+	if (!be)
+		return;
+	/* Prefer the task's previous CPU (warm cache) if it runs BE. */
+	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
+	    bpf_cpumask_test_and_clear_cpu(prev, be)) {
+		cpu = prev;
+	} else {
+		cpu = bpf_cpumask_any_and_distribute(cast_mask(be), p->cpus_ptr);
+		if (cpu >= scx_bpf_nr_cpu_ids() || !bpf_cpumask_test_and_clear_cpu(cpu, be))
+			return;	/* no CPU runs BE, or another wakeup just claimed it */
+	}
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	STAT_ADD(preempt_be, 1);
+}
+
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
-{ bool is_idle = false; return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle); }
-void BPF_STRUCT_OPS(schedbe_exit, struct scx_exit_info *ei) { UEI_RECORD(uei, ei); }
-SCX_OPS_DEFINE(schedbe_ops, .select_cpu = (void *)schedbe_select_cpu, .exit = (void *)schedbe_exit, .name = "schedbe");
+{
+	struct task_ctx *tctx = task_ctx(p);
+	bool is_idle = false;
+	s32 cpu;
+
+	/* BE never claims a CPU here: it must go through ops.dispatch (exit check). */
+	if (!tctx || classify(p, tctx) == TIER_BE)
+		return prev_cpu;
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, 0);
+		STAT_ADD(lc_direct, 1);
+	}
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u32 llc = llc_of(scx_bpf_task_cpu(p));
+	u64 vtime = p->scx.dsq_vtime, floor;
+	s32 cpu;
+
+	if (!tctx || classify(p, tctx) == TIER_LC) {
+		/* A sleeper keeps at most one slice of credit. */
+		floor = lc_vtime_now - lc_slice_ns;
+		if (time_before(vtime, floor))
+			vtime = floor;
+		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+		lc_kick(p);
+		return;
+	}
+
+	tctx->enq_at = bpf_ktime_get_ns();
+	floor = be_vtime_now - be_slice_ns;
+	if (time_before(vtime, floor))
+		vtime = floor;
+	scx_bpf_dsq_insert_vtime(p, be_dsq(llc), be_slice_ns, vtime, enq_flags);
+	/* Wake an idle CPU; it will still take LC first if any shows up. */
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		STAT_ADD(kick_idle, 1);
+	}
+}
+
+/* Take the first LC task from this CPU's LLC, then from any other LLC. */
+static bool consume_tier(u32 base, s32 cpu)
+{
+	u32 mine = llc_of(cpu), i;
+
+	if (scx_bpf_dsq_move_to_local(base + mine, 0))
+		return true;
+	bpf_for(i, 0, nr_llcs) {
+		if (i != mine && scx_bpf_dsq_move_to_local(base + i, 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Starvation guard: at most once per guard interval per CPU, give one BE task
+ * that has been queued longer than the limit a short slice on this CPU.
+ */
+static bool guard_rescue(s32 cpu)
+{
+	u64 now = bpf_ktime_get_ns(), *next;
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u32 zero = 0, i;
+
+	next = bpf_map_lookup_elem(&guard_next, &zero);
+	if (!next || time_before(now, *next))
+		return false;
+	*next = now + guard_interval_ns;
+
+	bpf_for(i, 0, nr_llcs) {
+		bpf_for_each(scx_dsq, p, be_dsq(i), 0) {
+			tctx = task_ctx(p);
+			if (!tctx || now - tctx->enq_at < starvation_limit_ns ||
+			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, guard_slice_ns);
+			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+				tctx->guarded = 1;
+				STAT_ADD(guard_slices, 1);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+static __always_inline bool is_be_task(struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	return tctx && tctx->tier == TIER_BE;
+}
+
+void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
+{
+	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	bool prev_be = prev && is_be_task(prev);
+	struct bpf_cpumask *be;
+
+	/* LC may be runnable everywhere, so the guard must go first or never run. */
+	if (guard_rescue(cpu))
+		return;
+
+	/* local + exit: any waiting LC task, from any LLC, before BE. */
+	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu)) {
+		STAT_ADD(lc_dispatches, 1);
+		if (prev_be && prev_runnable)
+			STAT_ADD(exit_takes, 1);
+		return;
+	}
+
+	/* An LC prev that is still runnable keeps the CPU over any BE task. */
+	if (prev_runnable && !prev_be) {
+		scx_bpf_task_set_slice(prev, lc_slice_ns);
+		return;
+	}
+
+	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu)) {
+		STAT_ADD(be_dispatches, 1);
+		return;
+	}
+
+	/*
+	 * Nothing queued: a runnable BE prev keeps running. Re-advertise the CPU
+	 * in be_cpus, which an entry-check kick may have cleared.
+	 */
+	if (prev_runnable && prev_be) {
+		be = be_cpus;
+		if (be)
+			bpf_cpumask_set_cpu(cpu, be);
+	}
+}
+
+void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct bpf_cpumask *be = be_cpus;
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (!tctx)
+		return;
+	tctx->started_at = bpf_ktime_get_ns();
+	if (tctx->tier == TIER_BE) {
+		if (be)
+			bpf_cpumask_set_cpu(cpu, be);
+		if (time_before(be_vtime_now, p->scx.dsq_vtime))
+			be_vtime_now = p->scx.dsq_vtime;
+	} else {
+		if (be)
+			bpf_cpumask_clear_cpu(cpu, be);
+		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
+			lc_vtime_now = p->scx.dsq_vtime;
+	}
+}
+
+/*
+ * Charge the time @p ran since it started or was last charged: per-tier CPU
+ * time, guard cost, and virtual time. Called at every tick as well as at
+ * stopping, because a task that keeps its CPU never reaches ops.stopping.
+ */
+static void charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
+
+	tctx->started_at = now;
+	if (tctx->tier == TIER_BE) {
+		STAT_ADD(be_ns, ran);
+		if (tctx->guarded)
+			STAT_ADD(guard_ns, ran);
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
+		if (time_before(be_vtime_now, p->scx.dsq_vtime))
+			be_vtime_now = p->scx.dsq_vtime;
+	} else {
+		STAT_ADD(lc_ns, ran);
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p));
+		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
+			lc_vtime_now = p->scx.dsq_vtime;
+		acct_runnable(p, tctx, now);
+	}
+}
+
+void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct bpf_cpumask *be = be_cpus;
+
+	if (!tctx)
+		return;
+	if (be)
+		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
+	charge(p, tctx, bpf_ktime_get_ns());
+	tctx->guarded = 0;
+}
+
+/* LC runnable-load accounting for weight flattening (BE does not count). */
+void BPF_STRUCT_OPS(schedbe_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx || tier_task_is_be(p))
+		return;
+	tctx->lc_runnable = 1;
+	tctx->runnable_at = bpf_ktime_get_ns();
+	tctx->acct_cgid = task_cgid(p);
+}
+
+void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (!tctx)
+		return;
+	acct_runnable(p, tctx, bpf_ktime_get_ns());
+	tctx->lc_runnable = 0;
+}
+
+/*
+ * Per tick: charge the running task, and, as a backstop for a lost entry
+ * kick, make a BE task yield when LC is queued in its LLC.
+ */
+void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (!tctx)
+		return;
+	charge(p, tctx, bpf_ktime_get_ns());
+	if (tctx->tier == TIER_BE && scx_bpf_dsq_nr_queued(lc_dsq(llc_of(cpu)))) {
+		scx_bpf_task_set_slice(p, 0);
+		STAT_ADD(tick_yields, 1);
+	}
+}
+
+/* An RT/DL task took the CPU: requeue what waits in its local queue. */
+void BPF_STRUCT_OPS(schedbe_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	scx_bpf_reenqueue_local();
+}
+
+/* Hotplug needs no state change (queues are per LLC); handling it keeps us loaded. */
+void BPF_STRUCT_OPS(schedbe_cpu_online, s32 cpu) {}
+
+void BPF_STRUCT_OPS(schedbe_cpu_offline, s32 cpu)
+{
+	struct bpf_cpumask *be = be_cpus;
+
+	if (be)
+		bpf_cpumask_clear_cpu(cpu, be);
+}
+
+void BPF_STRUCT_OPS(schedbe_enable, struct task_struct *p)
+{
+	scx_bpf_task_set_dsq_vtime(p, lc_vtime_now);
+}
+
+s32 BPF_STRUCT_OPS(schedbe_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(schedbe_init)
+{
+	struct bpf_cpumask *mask;
+	u32 i;
+	s32 err;
+
+	bpf_for(i, 0, nr_llcs) {
+		err = scx_bpf_create_dsq(lc_dsq(i), -1);
+		if (!err)
+			err = scx_bpf_create_dsq(be_dsq(i), -1);
+		if (err) {
+			scx_bpf_error("failed to create DSQs for LLC %u: %d", i, err);
+			return err;
+		}
+	}
+
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&be_cpus, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(schedbe_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(schedbe_ops,
+	       .select_cpu	= (void *)schedbe_select_cpu,
+	       .enqueue		= (void *)schedbe_enqueue,
+	       .dispatch	= (void *)schedbe_dispatch,
+	       .tick		= (void *)schedbe_tick,
+	       .runnable	= (void *)schedbe_runnable,
+	       .running		= (void *)schedbe_running,
+	       .stopping	= (void *)schedbe_stopping,
+	       .quiescent	= (void *)schedbe_quiescent,
+	       .cpu_release	= (void *)schedbe_cpu_release,
+	       .cpu_online	= (void *)schedbe_cpu_online,
+	       .cpu_offline	= (void *)schedbe_cpu_offline,
+	       .enable		= (void *)schedbe_enable,
+	       .init_task	= (void *)schedbe_init_task,
+	       .init		= (void *)schedbe_init,
+	       .exit		= (void *)schedbe_exit,
+	       .name		= "schedbe");

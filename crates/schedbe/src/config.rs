@@ -1,0 +1,109 @@
+//! Scheduler configuration: a TOML file (`--config`) overridden by flags.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Everything `schedbe run` can be told. Every field has a default, so an
+/// empty file is a valid config; unknown keys are rejected.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Extra BE cgroup path patterns (globs relative to /sys/fs/cgroup).
+    pub be_cgroups: Vec<String>,
+    /// Include the kubelet BestEffort patterns (both cgroup drivers).
+    pub default_be_cgroups: bool,
+    /// LC time slice.
+    pub lc_slice_us: u64,
+    /// BE time slice (LC preempts BE anyway, so it can be long).
+    pub be_slice_us: u64,
+    /// A BE task queued longer than this gets one guard slice.
+    pub starvation_limit_ms: u64,
+    /// Length of a guard slice.
+    pub guard_slice_us: u64,
+    /// How often to rescan cgroups for BE path patterns and cpu.max limits.
+    pub rescan_ms: u64,
+    /// How often to recompute the flattened LC cgroup weights.
+    pub flatten_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            be_cgroups: Vec::new(),
+            default_be_cgroups: true,
+            lc_slice_us: 5_000,
+            be_slice_us: 20_000,
+            starvation_limit_ms: 5_000,
+            guard_slice_us: 2_000,
+            rescan_ms: 100,
+            flatten_ms: 100,
+        }
+    }
+}
+
+/// The sched_ext watchdog ejects a scheduler whose runnable task waits 30 s;
+/// the guard must fire well before that, including its own interval.
+pub const MAX_STARVATION_LIMIT_MS: u64 = 20_000;
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config {}", path.display()))?;
+        let cfg: Config = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}", e.message()))
+            .with_context(|| format!("invalid config {}", path.display()))?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        check_range("lc_slice_us", self.lc_slice_us, 100, 100_000)?;
+        check_range("be_slice_us", self.be_slice_us, 100, 1_000_000)?;
+        check_range("guard_slice_us", self.guard_slice_us, 100, 20_000)?;
+        check_range("starvation_limit_ms", self.starvation_limit_ms, 100, MAX_STARVATION_LIMIT_MS)?;
+        check_range("rescan_ms", self.rescan_ms, 10, 10_000)?;
+        check_range("flatten_ms", self.flatten_ms, 10, 10_000)?;
+        self.rules()?;
+        Ok(())
+    }
+
+    /// The BE path patterns, compiled.
+    pub fn rules(&self) -> Result<schedbe_cgroup::BeRules> {
+        let mut pats: Vec<String> = Vec::new();
+        if self.default_be_cgroups {
+            pats.extend(schedbe_cgroup::DEFAULT_BE_PATTERNS.iter().map(|s| s.to_string()));
+        }
+        pats.extend(self.be_cgroups.iter().cloned());
+        schedbe_cgroup::BeRules::new(&pats)
+    }
+}
+
+fn check_range(name: &str, v: u64, lo: u64, hi: u64) -> Result<()> {
+    if v < lo || v > hi {
+        bail!("{name} = {v} is out of range [{lo}, {hi}]");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_defaults() {
+        let c: Config = toml::from_str("").unwrap();
+        assert_eq!(c, Config::default());
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_key_and_bad_values_are_rejected() {
+        assert!(toml::from_str::<Config>("lc_slice = 5").is_err());
+        let c: Config = toml::from_str("starvation_limit_ms = 40000").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("starvation_limit_ms"), "{e}");
+        let c: Config = toml::from_str("be_cgroups = [\"a/[b\"]").unwrap();
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,142 @@
+//! Live statistics, following the scx_stats conventions (a stats server that
+//! `schedbe stats` and scx tools can query, and the same data printed by
+//! `schedbe run --stats`).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use scx_stats::prelude::*;
+use scx_stats_derive::{stat_doc, Stats};
+use serde::{Deserialize, Serialize};
+
+/// Counters over an interval (times in ms, shares in % of all CPUs).
+#[stat_doc]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(top)]
+pub struct Metrics {
+    #[stat(desc = "Length of the reporting interval (ms)")]
+    pub interval_ms: f64,
+    #[stat(desc = "Number of CPUs")]
+    pub nr_cpus: u64,
+    #[stat(desc = "CPU time of LC tasks (ms)")]
+    pub lc_ms: f64,
+    #[stat(desc = "CPU time of BE tasks (ms)")]
+    pub be_ms: f64,
+    #[stat(desc = "LC share of total CPU capacity (%)")]
+    pub lc_pct: f64,
+    #[stat(desc = "BE share of total CPU capacity (%)")]
+    pub be_pct: f64,
+    #[stat(desc = "Entry check: LC wakeups that preempted a CPU running BE")]
+    pub preempt_be: u64,
+    #[stat(desc = "Exit check: CPUs that took a waiting LC task instead of continuing BE")]
+    pub exit_takes: u64,
+    #[stat(desc = "Backstop: BE tasks that yielded at a tick because LC was queued")]
+    pub tick_yields: u64,
+    #[stat(desc = "Idle CPUs woken for a queued task")]
+    pub kick_idle: u64,
+    #[stat(desc = "LC wakeups placed directly on an idle CPU")]
+    pub lc_direct: u64,
+    #[stat(desc = "LC tasks taken from the shared LC queues")]
+    pub lc_dispatches: u64,
+    #[stat(desc = "BE tasks taken from the BE queues")]
+    pub be_dispatches: u64,
+    #[stat(desc = "Starvation guard: BE slices given while LC was runnable")]
+    pub guard_slices: u64,
+    #[stat(desc = "CPU time the guard slices took from LC (ms)")]
+    pub guard_ms: f64,
+    #[stat(desc = "Cgroups matching the BE path patterns")]
+    pub be_cgroups: u64,
+    #[stat(desc = "Cgroups with a cpu.max limit schedbe does not enforce")]
+    pub cpu_max_unenforced: u64,
+}
+
+impl Metrics {
+    pub const HEADER: &'static str =
+        "   lc%    be%  preempt_be exit_takes tick_yld  kick_idle  lc_direct guard guard_ms be_cg cpu.max";
+
+    pub fn format_row<W: Write>(&self, w: &mut W) -> Result<()> {
+        writeln!(
+            w,
+            "{:>6.1} {:>6.1} {:>11} {:>10} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>5} {:>7}",
+            self.lc_pct,
+            self.be_pct,
+            self.preempt_be,
+            self.exit_takes,
+            self.tick_yields,
+            self.kick_idle,
+            self.lc_direct,
+            self.guard_slices,
+            self.guard_ms,
+            self.be_cgroups,
+            self.cpu_max_unenforced
+        )?;
+        Ok(())
+    }
+}
+
+impl Metrics {
+    /// The run loop produces cumulative metrics (interval_ms = uptime);
+    /// consumers report the difference between two of them.
+    pub fn delta(&self, prev: &Self) -> Self {
+        let interval_ms = (self.interval_ms - prev.interval_ms).max(1e-9);
+        let cap = interval_ms * self.nr_cpus.max(1) as f64;
+        let lc_ms = self.lc_ms - prev.lc_ms;
+        let be_ms = self.be_ms - prev.be_ms;
+        Self {
+            interval_ms,
+            nr_cpus: self.nr_cpus,
+            lc_ms,
+            be_ms,
+            lc_pct: 100.0 * lc_ms / cap,
+            be_pct: 100.0 * be_ms / cap,
+            preempt_be: self.preempt_be - prev.preempt_be,
+            exit_takes: self.exit_takes - prev.exit_takes,
+            tick_yields: self.tick_yields - prev.tick_yields,
+            kick_idle: self.kick_idle - prev.kick_idle,
+            lc_direct: self.lc_direct - prev.lc_direct,
+            lc_dispatches: self.lc_dispatches - prev.lc_dispatches,
+            be_dispatches: self.be_dispatches - prev.be_dispatches,
+            guard_slices: self.guard_slices - prev.guard_slices,
+            guard_ms: self.guard_ms - prev.guard_ms,
+            be_cgroups: self.be_cgroups,
+            cpu_max_unenforced: self.cpu_max_unenforced,
+        }
+    }
+}
+
+pub fn server_data() -> StatsServerData<(), Metrics> {
+    let open: Box<dyn StatsOpener<(), Metrics>> = Box::new(move |(req_ch, res_ch)| {
+        req_ch.send(())?;
+        let mut prev = res_ch.recv()?;
+        let read: Box<dyn StatsReader<(), Metrics>> = Box::new(move |_args, (req_ch, res_ch)| {
+            req_ch.send(())?;
+            let cur = res_ch.recv()?;
+            let d = cur.delta(&prev);
+            prev = cur;
+            d.to_json()
+        });
+        Ok(read)
+    });
+    StatsServerData::new().add_meta(Metrics::meta()).add_ops("top", StatsOps { open, close: None })
+}
+
+/// `schedbe stats`: print the running scheduler's stats every `intv`.
+pub fn monitor(intv: Duration, shutdown: Arc<AtomicBool>) -> Result<()> {
+    let mut n = 0u64;
+    scx_utils::monitor_stats::<Metrics>(
+        &[],
+        intv,
+        || shutdown.load(Ordering::Relaxed),
+        |m| {
+            let mut out = std::io::stdout();
+            if n % 20 == 0 {
+                writeln!(out, "{}", Metrics::HEADER)?;
+            }
+            n += 1;
+            m.format_row(&mut out)
+        },
+    )
+}
