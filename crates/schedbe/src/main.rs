@@ -45,6 +45,8 @@ enum Cmd {
     Run(RunArgs),
     /// Run a command in the BE tier and return its exit status
     Exec(ExecArgs),
+    /// Measure LC/BE inversions from kernel tracepoints (any scheduler)
+    Trace(schedbe_trace::TraceArgs),
     /// Print the running scheduler's stats
     Stats(StatsArgs),
     /// Run a command in a VM whose kernel has sched_ext (scripts/vm.sh)
@@ -189,6 +191,10 @@ fn real_main() -> Result<i32> {
                 bail!("schedbe exec needs --be (the only tier it offers): schedbe exec --be -- CMD");
             }
             exec::exec_be(&a.cmd)
+        }
+        Cmd::Trace(a) => {
+            schedbe_trace::cli_main(&a)?;
+            Ok(0)
         }
         Cmd::Stats(a) => {
             let intv = duration_arg("interval", a.interval)?;

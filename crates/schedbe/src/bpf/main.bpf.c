@@ -386,6 +386,10 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
  * Charge the time @p ran since it started or was last charged: per-tier CPU
  * time, guard cost, and virtual time. Called at every tick as well as at
  * stopping, because a task that keeps its CPU never reaches ops.stopping.
+ * The tier clocks are not advanced here: they follow the vtime of tasks as
+ * they start (ops.running), i.e. the front of the queue. Advancing them to a
+ * charged vtime would let the sleeper floor in enqueue erase the weight
+ * differences between tasks that are always runnable.
  */
 static void charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
@@ -397,13 +401,9 @@ static void charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 		if (tctx->guarded)
 			STAT_ADD(guard_ns, ran);
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
-		if (time_before(be_vtime_now, p->scx.dsq_vtime))
-			be_vtime_now = p->scx.dsq_vtime;
 	} else {
 		STAT_ADD(lc_ns, ran);
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p));
-		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
-			lc_vtime_now = p->scx.dsq_vtime;
 		acct_runnable(p, tctx, now);
 	}
 }
