@@ -22,7 +22,9 @@ pub struct Config {
     pub starvation_limit_ms: u64,
     /// Length of a guard slice.
     pub guard_slice_us: u64,
-    /// How often to rescan cgroups for BE path patterns and cpu.max limits.
+    /// How often to rescan the cgroup tree (new BE-pattern cgroups, cpu.max,
+    /// cpu.weight). Cgroup moves and cpu.idle writes need no rescan: the BPF
+    /// side reads them at every enqueue.
     pub rescan_ms: u64,
     /// How often to recompute the flattened LC cgroup weights.
     pub flatten_ms: u64,
@@ -37,8 +39,8 @@ impl Default for Config {
             be_slice_us: 20_000,
             starvation_limit_ms: 5_000,
             guard_slice_us: 2_000,
-            rescan_ms: 100,
-            flatten_ms: 100,
+            rescan_ms: 1000,
+            flatten_ms: 250,
         }
     }
 }

@@ -24,7 +24,8 @@
 //!
 //! Compared with scx_flatcg, which maintains the hierarchy in BPF at every
 //! runnable/quiescent transition, this is computed in userspace every
-//! `flatten_ms` (100 ms) from averaged load: cheaper on the hot path and
+//! `flatten_ms` (250 ms) from averaged load, over the cgroup tree cached at
+//! the last rescan (`rescan_ms`, 1 s): cheaper on the hot path and
 //! exact for steady loads, but it lags bursty load changes by one interval.
 
 use std::collections::HashMap;

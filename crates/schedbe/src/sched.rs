@@ -38,6 +38,9 @@ pub struct Scheduler<'a> {
     cpu_max_count: u64,
     load_prev: HashMap<u64, u64>,
     factor_ids: HashSet<u64>,
+    /// The cgroup tree as of the last rescan: (id, rel, has cpu controller, cpu.weight).
+    tree: Vec<(u64, String, bool, u32)>,
+    factors: HashMap<u64, u64>,
     last_flatten: Instant,
     started: Instant,
     nr_cpus: u64,
@@ -81,6 +84,8 @@ impl<'a> Scheduler<'a> {
             cpu_max_count: 0,
             load_prev: HashMap::new(),
             factor_ids: HashSet::new(),
+            tree: Vec::new(),
+            factors: HashMap::new(),
             last_flatten: Instant::now(),
             started: Instant::now(),
             nr_cpus: topo.all_cpus.len() as u64,
@@ -94,10 +99,19 @@ impl<'a> Scheduler<'a> {
         Ok(sched)
     }
 
-    /// Sync the BE cgroup map with the path patterns and warn about cpu.max.
+    /// Walk the cgroup tree once: sync the BE cgroup map with the path
+    /// patterns, warn about cpu.max, and cache ids and weights for flattening.
     fn rescan(&mut self) -> Result<()> {
         let root = Path::new(CGROUP_ROOT);
-        let found = schedbe_cgroup::scan(root, &self.rules)?;
+        let all = schedbe_cgroup::walk(root)?;
+        self.tree = all
+            .iter()
+            .map(|c| {
+                let has_cpu = c.rel.is_empty() || root.join(&c.rel).join("cpu.weight").exists();
+                (c.id, c.rel.clone(), has_cpu, schedbe_cgroup::cpu_weight(root, &c.rel))
+            })
+            .collect();
+        let found: Vec<_> = all.into_iter().filter(|c| !c.rel.is_empty() && self.rules.matches(&c.rel)).collect();
         let (add, del) = self.be_ids.update(found.iter().map(|c| c.id));
         for id in add {
             self.skel.maps.be_cgroups.update(&id.to_ne_bytes(), &[1u8], MapFlags::ANY)
@@ -126,7 +140,6 @@ impl<'a> Scheduler<'a> {
 
     /// Recompute the flattened LC cgroup weight factors from measured load.
     fn flatten(&mut self) -> Result<()> {
-        let root = Path::new(CGROUP_ROOT);
         let dt = self.last_flatten.elapsed().as_nanos().max(1) as f64;
         self.last_flatten = Instant::now();
 
@@ -137,30 +150,30 @@ impl<'a> Scheduler<'a> {
                 load_now.insert(id, u64::from_ne_bytes(v[..8].try_into()?));
             }
         }
-        let cgroups = schedbe_cgroup::walk(root)?;
-        let live: HashSet<u64> = cgroups.iter().map(|c| c.id).collect();
-        let nodes: Vec<Node> = cgroups
+        let live: HashSet<u64> = self.tree.iter().map(|c| c.0).collect();
+        let nodes: Vec<Node> = self
+            .tree
             .iter()
-            .map(|c| {
-                let cur = load_now.get(&c.id).copied().unwrap_or(0);
-                let prev = self.load_prev.get(&c.id).copied().unwrap_or(cur);
-                Node {
-                    id: c.id,
-                    rel: c.rel.clone(),
-                    has_cpu: c.rel.is_empty() || root.join(&c.rel).join("cpu.weight").exists(),
-                    weight: schedbe_cgroup::cpu_weight(root, &c.rel),
-                    load: cur.saturating_sub(prev) as f64 / dt,
-                }
+            .map(|(id, rel, has_cpu, weight)| {
+                let cur = load_now.get(id).copied().unwrap_or(0);
+                let prev = self.load_prev.get(id).copied().unwrap_or(cur);
+                Node { id: *id, rel: rel.clone(), has_cpu: *has_cpu, weight: *weight, load: cur.saturating_sub(prev) as f64 / dt }
             })
             .collect();
         for (id, f) in flatten::flatten(&nodes) {
-            self.skel.maps.cgrp_factor.update(&id.to_ne_bytes(), &f.to_ne_bytes(), MapFlags::ANY)?;
+            // Only write factors that changed by more than 1%: map updates are syscalls.
+            let old = self.factors.get(&id).copied().unwrap_or(0);
+            if old == 0 || f.abs_diff(old) * 100 > old {
+                self.skel.maps.cgrp_factor.update(&id.to_ne_bytes(), &f.to_ne_bytes(), MapFlags::ANY)?;
+                self.factors.insert(id, f);
+            }
             self.factor_ids.insert(id);
         }
         // Forget cgroups that are gone.
         for id in self.factor_ids.iter().filter(|id| !live.contains(id)).copied().collect::<Vec<_>>() {
             let _ = self.skel.maps.cgrp_factor.delete(&id.to_ne_bytes());
             self.factor_ids.remove(&id);
+            self.factors.remove(&id);
         }
         for id in load_now.keys().filter(|id| !live.contains(id)) {
             let _ = self.skel.maps.cgrp_load.delete(&id.to_ne_bytes());
@@ -195,6 +208,7 @@ impl<'a> Scheduler<'a> {
             t.kick_idle += s.kick_idle;
             t.exit_takes += s.exit_takes;
             t.tick_yields += s.tick_yields;
+            t.running_yields += s.running_yields;
             t.guard_slices += s.guard_slices;
             t.guard_ns += s.guard_ns;
         }
@@ -208,6 +222,7 @@ impl<'a> Scheduler<'a> {
             preempt_be: t.preempt_be,
             exit_takes: t.exit_takes,
             tick_yields: t.tick_yields,
+            running_yields: t.running_yields,
             kick_idle: t.kick_idle,
             lc_direct: t.lc_direct,
             lc_dispatches: t.lc_dispatches,
@@ -273,12 +288,12 @@ impl<'a> Scheduler<'a> {
                 }
             }
             match &chans {
-                Some((res_ch, req_ch)) => match req_ch.recv_timeout(Duration::from_millis(10)) {
+                Some((res_ch, req_ch)) => match req_ch.recv_timeout(Duration::from_millis(50)) {
                     Ok(()) => res_ch.send(self.metrics()?)?,
                     Err(crossbeam::channel::RecvTimeoutError::Timeout) => {}
                     Err(e) => return Err(e.into()),
                 },
-                None => std::thread::sleep(Duration::from_millis(10)),
+                None => std::thread::sleep(Duration::from_millis(50)),
             }
         }
 

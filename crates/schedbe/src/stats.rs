@@ -33,6 +33,8 @@ pub struct Metrics {
     pub preempt_be: u64,
     #[stat(desc = "Exit check: CPUs that took a waiting LC task instead of continuing BE")]
     pub exit_takes: u64,
+    #[stat(desc = "BE tasks that gave their CPU back as they started because LC was queued")]
+    pub running_yields: u64,
     #[stat(desc = "Backstop: BE tasks that yielded at a tick because LC was queued")]
     pub tick_yields: u64,
     #[stat(desc = "Idle CPUs woken for a queued task")]
@@ -55,16 +57,17 @@ pub struct Metrics {
 
 impl Metrics {
     pub const HEADER: &'static str =
-        "   lc%    be%  preempt_be exit_takes tick_yld  kick_idle  lc_direct guard guard_ms be_cg cpu.max";
+        "   lc%    be%  preempt_be exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms be_cg cpu.max";
 
     pub fn format_row<W: Write>(&self, w: &mut W) -> Result<()> {
         writeln!(
             w,
-            "{:>6.1} {:>6.1} {:>11} {:>10} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>5} {:>7}",
+            "{:>6.1} {:>6.1} {:>11} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>5} {:>7}",
             self.lc_pct,
             self.be_pct,
             self.preempt_be,
             self.exit_takes,
+            self.running_yields,
             self.tick_yields,
             self.kick_idle,
             self.lc_direct,
@@ -95,6 +98,7 @@ impl Metrics {
             preempt_be: self.preempt_be - prev.preempt_be,
             exit_takes: self.exit_takes - prev.exit_takes,
             tick_yields: self.tick_yields - prev.tick_yields,
+            running_yields: self.running_yields - prev.running_yields,
             kick_idle: self.kick_idle - prev.kick_idle,
             lc_direct: self.lc_direct - prev.lc_direct,
             lc_dispatches: self.lc_dispatches - prev.lc_dispatches,

@@ -28,6 +28,7 @@ struct cpu_stats {
 	u64 preempt_be;		/* entry check: LC wakeup preempted a CPU running BE */
 	u64 kick_idle;		/* LC/BE enqueue woke an idle CPU */
 	u64 exit_takes;		/* exit check: a CPU that would run BE took a waiting LC task */
+	u64 running_yields;	/* BE gave its CPU back as it started: LC was queued (race closed) */
 	u64 tick_yields;	/* backstop: BE yielded at a tick because LC was queued */
 	u64 guard_slices;	/* starvation guard: BE slices given while LC was runnable */
 	u64 guard_ns;		/* CPU time those guard slices took from LC */

@@ -189,6 +189,30 @@ static void acct_runnable(struct task_struct *p, struct task_ctx *tctx, u64 now)
 	__sync_fetch_and_add(&a->runnable_wns, dt * p->scx.weight);
 }
 
+/*
+ * Full memory barrier. The entry check is a store-buffer pattern: the waker
+ * queues LC then reads be_cpus; a CPU starting BE sets its be_cpus bit then
+ * reads the LC queues. Without a full barrier on both sides each could miss
+ * the other, and BE would run until the next tick with LC queued. A BPF
+ * atomic with fetch is fully ordered (lock xadd on x86).
+ */
+static u64 barrier_word;
+static __always_inline void full_barrier(void)
+{
+	__sync_fetch_and_add(&barrier_word, 0);
+}
+
+static bool lc_queued(void)
+{
+	u32 i;
+
+	bpf_for(i, 0, nr_llcs) {
+		if (scx_bpf_dsq_nr_queued(lc_dsq(i)))
+			return true;
+	}
+	return false;
+}
+
 /* Entry check: make sure a CPU picks up the LC task just queued. */
 static void lc_kick(struct task_struct *p)
 {
@@ -205,6 +229,7 @@ static void lc_kick(struct task_struct *p)
 	be = be_cpus;
 	if (!be)
 		return;
+	full_barrier();	/* order the queue insert before reading be_cpus */
 	/* Prefer the task's previous CPU (warm cache) if it runs BE. */
 	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
 	    bpf_cpumask_test_and_clear_cpu(prev, be)) {
@@ -374,6 +399,16 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			bpf_cpumask_set_cpu(cpu, be);
 		if (time_before(be_vtime_now, p->scx.dsq_vtime))
 			be_vtime_now = p->scx.dsq_vtime;
+		/*
+		 * Close the race with an LC enqueue that read be_cpus before our
+		 * bit was set: if LC is queued now, give the CPU back at once.
+		 * Guard slices are exempt (they exist to run despite LC).
+		 */
+		full_barrier();
+		if (!tctx->guarded && lc_queued()) {
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			STAT_ADD(running_yields, 1);
+		}
 	} else {
 		if (be)
 			bpf_cpumask_clear_cpu(cpu, be);
@@ -445,17 +480,16 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
 
 /*
  * Per tick: charge the running task, and, as a backstop for a lost entry
- * kick, make a BE task yield when LC is queued in its LLC.
+ * kick, make a BE task yield when LC is queued in any LLC.
  */
 void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
-	s32 cpu = scx_bpf_task_cpu(p);
 
 	if (!tctx)
 		return;
 	charge(p, tctx, bpf_ktime_get_ns());
-	if (tctx->tier == TIER_BE && scx_bpf_dsq_nr_queued(lc_dsq(llc_of(cpu)))) {
+	if (tctx->tier == TIER_BE && !tctx->guarded && lc_queued()) {
 		scx_bpf_task_set_slice(p, 0);
 		STAT_ADD(tick_yields, 1);
 	}
