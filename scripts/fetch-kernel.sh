@@ -29,11 +29,21 @@ verify() { # $1 = unpacked dir; succeeds if it holds a sched_ext kernel
         && grep -qx 'CONFIG_DEBUG_INFO_BTF=y' "$1/config"
 }
 
-# Reuse the cache when it is fresh (one day) and verified.
+# Reuse the cache when it is verified and was checked against the archive within a
+# day (or SCHEDBE_OFFLINE=1). The stamp records the last successful index check.
+STAMP=$KDIR/.checked
 if [[ -L $KDIR/current ]] && verify "$KDIR/current" \
-   && [[ -z $(find "$KDIR/current/" -maxdepth 0 -mtime +1 2>/dev/null) || ${SCHEDBE_OFFLINE:-0} == 1 ]]; then
+   && [[ ${SCHEDBE_OFFLINE:-0} == 1 || ( -e $STAMP && -z $(find "$STAMP" -mmin +1440 2>/dev/null) ) ]]; then
     readlink -f "$KDIR/current"; exit 0
 fi
+# Without network, a verified cached kernel is still good enough.
+fallback() {
+    if [[ -L $KDIR/current ]] && verify "$KDIR/current"; then
+        log "$1; using the cached $(cat "$KDIR/current/release")"
+        readlink -f "$KDIR/current"; exit 0
+    fi
+    log "$1"; exit 1
+}
 
 mkdir -p "$APTDIR"/{lists/partial,archives/partial,etc/preferences.d} "$KDIR"
 cat > "$APTDIR/etc/sources.list" <<SRC
@@ -45,18 +55,19 @@ APT=(-o Dir::Etc::SourceList="$APTDIR/etc/sources.list" -o Dir::Etc::SourceParts
      -o Dir::State::Lists="$APTDIR/lists" -o Dir::Cache::Archives="$APTDIR/archives"
      -o Dir::Cache="$APTDIR" -o APT::Architecture=amd64 -o Debug::NoLocking=1)
 log "reading the trixie-backports index"
-apt-get "${APT[@]}" update -qq >/dev/null 2>&1 || apt-get "${APT[@]}" update
+apt-get "${APT[@]}" update -qq >/dev/null 2>&1 || apt-get "${APT[@]}" update -qq \
+    || fallback "cannot read the trixie-backports index"
 
 # Candidates, newest first: linux-binary-<ver>-amd64 (split packaging) and the
 # classic linux-image-<ver>-amd64. The cloud flavour has no sched_ext.
 mapfile -t cands < <(apt-cache "${APT[@]}" pkgnames linux- 2>/dev/null \
     | grep -E '^linux-(binary|image)-[0-9][0-9.]*(\+[a-z0-9]+)?(-[0-9]+)?-amd64$' \
     | sed -E 's/^linux-(binary|image)-//' | sort -Vur)
-((${#cands[@]})) || { log "no amd64 kernel found in trixie(-backports)"; exit 1; }
+((${#cands[@]})) || fallback "no amd64 kernel found in trixie(-backports)"
 
 for ver in "${cands[@]}"; do
     dest=$KDIR/$ver
-    if verify "$dest"; then ln -sfn "$ver" "$KDIR/current"; echo "$dest"; exit 0; fi
+    if verify "$dest"; then ln -sfn "$ver" "$KDIR/current"; touch "$STAMP"; echo "$dest"; exit 0; fi
     work=$(mktemp -d "$KDIR/.tmp.XXXX"); chmod 755 "$work"  # apt's _apt user writes here
     log "trying $ver"
     pkgs=()
@@ -72,7 +83,7 @@ for ver in "${cands[@]}"; do
         rm -f "$work"/*.deb
         if normalize "$work/root" && verify "$work/root"; then
             rm -rf "$dest"; mv "$work/root" "$dest"; rm -rf "$work"
-            ln -sfn "$ver" "$KDIR/current"
+            ln -sfn "$ver" "$KDIR/current"; touch "$STAMP"
             log "using $ver"
             echo "$dest"; exit 0
         fi
@@ -82,5 +93,4 @@ for ver in "${cands[@]}"; do
     fi
     rm -rf "$work"
 done
-log "no candidate kernel has CONFIG_SCHED_CLASS_EXT=y"
-exit 1
+fallback "no candidate kernel has CONFIG_SCHED_CLASS_EXT=y"

@@ -47,6 +47,9 @@ enum Cmd {
     Exec(ExecArgs),
     /// Measure LC/BE inversions from kernel tracepoints (any scheduler)
     Trace(schedbe_trace::TraceArgs),
+    /// The papers' experiments (srv-bg, weight-sweep, overload, lc-alone); see docs/bench.md
+    #[command(subcommand)]
+    Bench(schedbe_bench::BenchCmd),
     /// Print the running scheduler's stats
     Stats(StatsArgs),
     /// Run a command in a VM whose kernel has sched_ext (scripts/vm.sh)
@@ -194,6 +197,10 @@ fn real_main() -> Result<i32> {
         }
         Cmd::Trace(a) => {
             schedbe_trace::cli_main(&a)?;
+            Ok(0)
+        }
+        Cmd::Bench(c) => {
+            schedbe_bench::cli_main(&c)?;
             Ok(0)
         }
         Cmd::Stats(a) => {

@@ -211,6 +211,7 @@ impl<'a> Scheduler<'a> {
             t.running_yields += s.running_yields;
             t.guard_slices += s.guard_slices;
             t.guard_ns += s.guard_ns;
+            t.requeued_lc += s.requeued_lc;
         }
         Ok(Metrics {
             interval_ms: self.started.elapsed().as_secs_f64() * 1e3,
@@ -229,6 +230,7 @@ impl<'a> Scheduler<'a> {
             be_dispatches: t.be_dispatches,
             guard_slices: t.guard_slices,
             guard_ms: t.guard_ns as f64 / 1e6,
+            requeued_lc: t.requeued_lc,
             be_cgroups: self.be_ids.len() as u64,
             cpu_max_unenforced: self.cpu_max_count,
         })

@@ -49,6 +49,8 @@ pub struct Metrics {
     pub guard_slices: u64,
     #[stat(desc = "CPU time the guard slices took from LC (ms)")]
     pub guard_ms: f64,
+    #[stat(desc = "Queued BE tasks that had become LC (cpu.idle=0, cgroup move, killed) and were run")]
+    pub requeued_lc: u64,
     #[stat(desc = "Cgroups matching the BE path patterns")]
     pub be_cgroups: u64,
     #[stat(desc = "Cgroups with a cpu.max limit schedbe does not enforce")]
@@ -105,6 +107,7 @@ impl Metrics {
             be_dispatches: self.be_dispatches - prev.be_dispatches,
             guard_slices: self.guard_slices - prev.guard_slices,
             guard_ms: self.guard_ms - prev.guard_ms,
+            requeued_lc: self.requeued_lc - prev.requeued_lc,
             be_cgroups: self.be_cgroups,
             cpu_max_unenforced: self.cpu_max_unenforced,
         }

@@ -36,6 +36,13 @@
 #include "intf.h"
 #include "tier.bpf.h"
 
+#ifndef PF_EXITING
+#define PF_EXITING	0x00000004
+#endif
+#ifndef SIGNAL_GROUP_EXIT
+#define SIGNAL_GROUP_EXIT	0x00000004
+#endif
+
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
@@ -45,7 +52,7 @@ const volatile u64 lc_slice_ns = 5ULL * 1000 * 1000;
 const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
 const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
-const volatile u64 guard_interval_ns = 100ULL * 1000 * 1000;
+const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
 
@@ -139,12 +146,24 @@ static __always_inline u64 task_cgid(struct task_struct *p)
 }
 
 /*
+ * A task that is dying must get to run: a killed BE task would otherwise
+ * exit only on guard slices. Exiting tasks and tasks of a group being killed
+ * are scheduled as LC (this CPU time shows up as BE in the tracer, which
+ * classifies by the configured rules only).
+ */
+static __always_inline bool task_dying(struct task_struct *p)
+{
+	return (p->flags & PF_EXITING) ||
+	       (BPF_CORE_READ(p, signal, flags) & SIGNAL_GROUP_EXIT);
+}
+
+/*
  * Classify @p now and remember the result. A task that changes tier restarts
  * on the new tier's clock: the two clocks are unrelated.
  */
 static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 {
-	u8 tier = tier_task_is_be(p) ? TIER_BE : TIER_LC;
+	u8 tier = tier_task_is_be(p) && !task_dying(p) ? TIER_BE : TIER_LC;
 
 	if (tctx->tier_valid && tctx->tier != tier)
 		scx_bpf_task_set_dsq_vtime(p, tier == TIER_BE ? be_vtime_now : lc_vtime_now);
@@ -306,8 +325,13 @@ static bool consume_tier(u32 base, s32 cpu)
 }
 
 /*
- * Starvation guard: at most once per guard interval per CPU, give one BE task
- * that has been queued longer than the limit a short slice on this CPU.
+ * Housekeeping of the BE queues, at most once per guard interval per CPU:
+ *  - a queued BE task that is no longer BE (cpu.idle=0 written, moved to an
+ *    LC cgroup, policy changed, or killed) is moved to this CPU and runs
+ *    now; it is reclassified at its next enqueue. Without this it would sit
+ *    in the BE queue behind LC until a guard slice.
+ *  - starvation guard: one BE task queued longer than the limit gets a short
+ *    slice on this CPU.
  */
 static bool guard_rescue(s32 cpu)
 {
@@ -315,6 +339,7 @@ static bool guard_rescue(s32 cpu)
 	struct task_struct *p;
 	struct task_ctx *tctx;
 	u32 zero = 0, i;
+	bool starving;
 
 	next = bpf_map_lookup_elem(&guard_next, &zero);
 	if (!next || time_before(now, *next))
@@ -324,13 +349,19 @@ static bool guard_rescue(s32 cpu)
 	bpf_for(i, 0, nr_llcs) {
 		bpf_for_each(scx_dsq, p, be_dsq(i), 0) {
 			tctx = task_ctx(p);
-			if (!tctx || now - tctx->enq_at < starvation_limit_ns ||
-			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			if (!tctx || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
-			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, guard_slice_ns);
+			starving = now - tctx->enq_at >= starvation_limit_ns;
+			if (!starving && tier_task_is_be(p) && !task_dying(p))
+				continue;
+			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-				tctx->guarded = 1;
-				STAT_ADD(guard_slices, 1);
+				if (starving) {
+					tctx->guarded = 1;
+					STAT_ADD(guard_slices, 1);
+				} else {
+					STAT_ADD(requeued_lc, 1);
+				}
 				return true;
 			}
 		}

@@ -1,0 +1,64 @@
+# schedbe: make setup | build | test | demo | vm-shell | clean
+#
+#   setup      install the toolchain, QEMU, virtme-ng, stress-ng... (root, Debian 12)
+#              and fetch a Debian kernel with sched_ext into .cache/kernel
+#   build      cargo build --release --workspace (--locked when Cargo.lock exists)
+#   test       setup, build, cargo tests, host-side tests, then the VM suite in one boot
+#   test-vm    only the VM suite; T="tests/test_cli.py -k exec" picks tests
+#   demo       setup, build, then schedbe next to an LC + BE load in the VM, with
+#              live stats and the tracer's verdict (schedbe vs EEVDF)
+#   vm-shell   an interactive shell in the guest
+#   clean      cargo clean and results/tmp; distclean also drops the cached kernel
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+.NOTPARALLEL:
+
+export PATH := $(HOME)/.cargo/bin:/opt/schedbe-venv/bin:$(PATH)
+CARGO ?= cargo
+LOCKED := $(if $(wildcard Cargo.lock),--locked)
+PYTEST := /usr/bin/python3 -m pytest -p no:cacheprovider
+VM := scripts/vm.sh
+VM_CPUS ?= 4
+VM_MEM ?= 2G
+VM_TIMEOUT ?= 2700
+T ?=
+
+.PHONY: setup build test test-unit test-host test-vm demo vm-shell clean distclean
+
+setup:
+	bash scripts/setup.sh
+	@echo "kernel: $$(bash scripts/fetch-kernel.sh)"
+
+build:
+	$(CARGO) build --release --workspace $(LOCKED)
+
+test: setup
+	$(MAKE) build
+	$(MAKE) test-unit
+	$(MAKE) test-host
+	$(MAKE) test-vm
+
+test-unit:
+	$(CARGO) test --release --workspace $(LOCKED)
+
+# Tests that need no sched_ext (bad input on this kernel, ...); the rest are skipped.
+test-host:
+	$(PYTEST) -v -rs -m "not vm" tests
+
+# The whole suite in one guest with 4 vCPUs (or natively when this kernel has sched_ext).
+test-vm:
+	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout $(VM_TIMEOUT) -- tests/run-vm-suite.sh $(T)
+
+demo: setup
+	$(MAKE) build
+	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout 900 -- scripts/demo.sh
+
+vm-shell:
+	$(VM) --shell --cpus $(VM_CPUS) --mem $(VM_MEM)
+
+clean:
+	-$(CARGO) clean
+	rm -rf results/tmp
+
+distclean: clean
+	rm -rf .cache

@@ -1,0 +1,118 @@
+//! `schedbe bench`: the evaluation harness of the SCHED_BE papers
+//! (shared/papers/000-002): an LC server with one thread per connection, an
+//! open-loop Poisson client, a BE image-resizing workload, the baseline
+//! configurations (EEVDF, cgroup weights, SCHED_IDLE, cpu.idle, SCHED_FIFO)
+//! and schedbe, run side by side in one boot with the tracer alongside.
+//! See docs/bench.md.
+//!
+//! Modules, by responsibility:
+//! - `sys`: clocks, scheduling policies, affinity
+//! - `endpoint`, `proto`: client/server transport and wire format
+//! - `spin`: the calibrated CPU burn
+//! - `load`: Poisson arrivals, service-time distributions, rate math
+//! - `server`, `client`, `be`: the three helper processes (hidden subcommands)
+//! - `stats`: histograms, windows, medians and spreads
+//! - `configs`, `cgroup`: what each configuration is and how it is applied
+//! - `tracer`: running `schedbe trace` and reading its report
+//! - `runner`: one configuration, one repetition
+//! - `experiment`: srv-bg, weight-sweep, overload, lc-alone
+//! - `report`: aggregation, markdown summary, CSVs
+//!
+//! The helpers are this same binary re-executed (`current_exe() bench
+//! lc-server ...`), so the CLI that embeds [`BenchCmd`] must mount it as the
+//! `bench` subcommand.
+
+pub mod be;
+pub mod cgroup;
+pub mod client;
+pub mod configs;
+pub mod endpoint;
+pub mod experiment;
+pub mod load;
+pub mod proto;
+pub mod report;
+pub mod runner;
+pub mod server;
+pub mod spin;
+pub mod stats;
+pub mod sys;
+pub mod tracer;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+pub use experiment::{ExpArgs, ExpKind};
+
+/// `schedbe bench ...`
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum BenchCmd {
+    /// LC server alone, then BE image resizing starts: LC latency before and
+    /// after, per configuration (papers: srv-bg-*). Defaults: weights,
+    /// sched-idle, schedbe; 85% load; 20 s + 20 s; 3 repetitions.
+    SrvBg(ExpArgs),
+    /// srv-bg for LC cgroup weights 10, 100, 1000, 10000 against BE weight 1
+    /// (papers: srv-bg-weight-cmp).
+    WeightSweep(ExpArgs),
+    /// LC demand at 100% of its CPUs: fifo (throttled) vs schedbe (BE
+    /// parked); BE keeps running after the client stops (papers: overload-*).
+    /// Defaults: fifo, schedbe; util 1.0; 15 s + 15 s + 10 s tail.
+    Overload(ExpArgs),
+    /// The cost of schedbe without BE: eevdf vs schedbe, LC alone throughout.
+    LcAlone(ExpArgs),
+    /// Measure the spin loop's speed here and print it (JSON)
+    Calibrate {
+        #[arg(long, default_value_t = 11)]
+        trials: usize,
+        #[arg(long, default_value_t = 50.0)]
+        trial_ms: f64,
+        /// Policy to calibrate at: normal, batch, idle, fifo:PRIO
+        #[arg(long, default_value = "normal")]
+        policy: String,
+    },
+    /// Draw the figures of an output directory again (scripts/plot.py)
+    Plot {
+        /// An experiment's output directory (with bench.json)
+        dir: PathBuf,
+    },
+    /// Helper: the LC server
+    #[command(hide = true)]
+    LcServer(server::ServerArgs),
+    /// Helper: the open-loop client
+    #[command(hide = true)]
+    Client(client::ClientArgs),
+    /// Helper: the BE image-resizing workload
+    #[command(hide = true)]
+    BeWorker(be::BeArgs),
+}
+
+/// Entry point for `schedbe bench`.
+pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    let line = argv.join(" ");
+    match cmd {
+        BenchCmd::SrvBg(a) => experiment::run(ExpKind::SrvBg, a, &line),
+        BenchCmd::WeightSweep(a) => experiment::run(ExpKind::WeightSweep, a, &line),
+        BenchCmd::Overload(a) => experiment::run(ExpKind::Overload, a, &line),
+        BenchCmd::LcAlone(a) => experiment::run(ExpKind::LcAlone, a, &line),
+        BenchCmd::Calibrate { trials, trial_ms, policy } => {
+            if !((1..=1000).contains(trials) && trial_ms.is_finite() && *trial_ms > 0.0 && *trial_ms <= 10_000.0) {
+                anyhow::bail!("--trials must be in 1..=1000 and --trial-ms in (0, 10000]");
+            }
+            policy.parse::<sys::Policy>()?.apply_to_current_thread(false)?;
+            let c = spin::calibrate(*trials, *trial_ms);
+            eprintln!("{}", c.describe());
+            println!("{}", serde_json::to_string_pretty(&c)?);
+            Ok(())
+        }
+        BenchCmd::Plot { dir } => {
+            for f in experiment::plot(dir)? {
+                println!("{}", dir.join(f).display());
+            }
+            Ok(())
+        }
+        BenchCmd::LcServer(a) => server::run(a),
+        BenchCmd::Client(a) => client::run(a),
+        BenchCmd::BeWorker(a) => be::run(a),
+    }
+}

@@ -1,0 +1,376 @@
+//! Aggregating repetitions per configuration and writing the summary
+//! (markdown), the per-second and per-request CSVs.
+
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::runner::RunOutcome;
+use crate::stats::{spread, Spread};
+
+/// One configuration over its repetitions (successful runs only).
+/// Latencies in ms, inversion and idle figures in % of CPU time.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ConfigAggregate {
+    pub config: String,
+    pub description: String,
+    pub runs: usize,
+    pub runs_ok: usize,
+    pub mean_before_ms: Option<Spread>,
+    pub mean_after_ms: Option<Spread>,
+    pub mean_ratio: Option<Spread>,
+    pub p99_before_ms: Option<Spread>,
+    pub p99_after_ms: Option<Spread>,
+    pub p99_ratio: Option<Spread>,
+    pub overall_mean_ms: Option<Spread>,
+    pub overall_p99_ms: Option<Spread>,
+    pub be_iters_per_s: Option<Spread>,
+    /// Tracer, BE phase: BE running while LC waited > grace.
+    pub inversion_pct: Option<Spread>,
+    /// Tracer, LC-alone phase (a control: should be 0).
+    pub inversion_pct_lc_phase: Option<Spread>,
+    pub idle_while_lc_waits_pct: Option<Spread>,
+    /// Tracer, BE phase: BE CPU / CPU left by LC and RT, in %.
+    pub be_share_of_leftover_pct: Option<Spread>,
+    pub achieved_util_before: Option<Spread>,
+    /// Tracer, LC-alone phase: % of CPU time LC ran / RT "other" (client,
+    /// orchestration, tracer, and LC itself in the fifo configuration) ran.
+    pub lc_cpu_pct_lc_phase: Option<Spread>,
+    pub other_cpu_pct_lc_phase: Option<Spread>,
+    pub burn_cpu_ratio: Option<Spread>,
+    pub speed_vs_calibration: Option<Spread>,
+    pub client_lag_p99_ms: Option<Spread>,
+    pub unanswered: u64,
+}
+
+fn col(runs: &[&RunOutcome], f: impl Fn(&RunOutcome) -> Option<f64>) -> Option<Spread> {
+    let v: Vec<f64> = runs.iter().map(|r| f(r).unwrap_or(f64::NAN)).collect();
+    spread(&v)
+}
+
+fn pos(x: f64) -> Option<f64> {
+    (x.is_finite() && x > 0.0).then_some(x)
+}
+
+/// Aggregate the runs of each configuration, in the order given.
+pub fn aggregate(configs: &[(String, String)], runs: &[RunOutcome]) -> Vec<ConfigAggregate> {
+    configs
+        .iter()
+        .map(|(name, desc)| {
+            let all: Vec<&RunOutcome> = runs.iter().filter(|r| &r.config == name).collect();
+            let ok: Vec<&RunOutcome> = all.iter().copied().filter(|r| r.ok).collect();
+            ConfigAggregate {
+                config: name.clone(),
+                description: desc.clone(),
+                runs: all.len(),
+                runs_ok: ok.len(),
+                mean_before_ms: col(&ok, |r| pos(r.before.mean_us / 1000.0)),
+                mean_after_ms: col(&ok, |r| pos(r.after.mean_us / 1000.0)),
+                mean_ratio: col(&ok, |r| r.mean_ratio),
+                p99_before_ms: col(&ok, |r| pos(r.before.p99_us / 1000.0)),
+                p99_after_ms: col(&ok, |r| pos(r.after.p99_us / 1000.0)),
+                p99_ratio: col(&ok, |r| r.p99_ratio),
+                overall_mean_ms: col(&ok, |r| pos(r.overall.mean_us / 1000.0)),
+                overall_p99_ms: col(&ok, |r| pos(r.overall.p99_us / 1000.0)),
+                be_iters_per_s: col(&ok, |r| r.be_iters_per_s),
+                inversion_pct: col(&ok, |r| r.trace_be.as_ref().map(|t| 100.0 * t.inversion_frac)),
+                inversion_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().map(|t| 100.0 * t.inversion_frac)),
+                idle_while_lc_waits_pct: col(&ok, |r| r.trace_be.as_ref().map(|t| 100.0 * t.idle_while_lc_waits_frac)),
+                be_share_of_leftover_pct: col(&ok, |r| {
+                    // only meaningful when BE ran
+                    r.be_iters_per_s?;
+                    r.trace_be.as_ref().and_then(|t| t.be_share_of_leftover).map(|x| 100.0 * x)
+                }),
+                achieved_util_before: col(&ok, |r| r.achieved_util_before),
+                lc_cpu_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().filter(|t| t.cpu_ns > 0).map(|t| 100.0 * t.lc_ns as f64 / t.cpu_ns as f64)),
+                other_cpu_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().filter(|t| t.cpu_ns > 0).map(|t| 100.0 * t.other_ns as f64 / t.cpu_ns as f64)),
+                burn_cpu_ratio: col(&ok, |r| r.burn_cpu_ratio),
+                speed_vs_calibration: col(&ok, |r| r.speed_vs_calibration),
+                client_lag_p99_ms: col(&ok, |r| r.client.as_ref().map(|c| c.send_lag.p99_us / 1000.0)),
+                unanswered: ok.iter().filter_map(|r| r.client.as_ref()).map(|c| c.unanswered).sum(),
+            }
+        })
+        .collect()
+}
+
+/// "median [min-max]" with a precision; "-" when missing. With one value,
+/// just the value.
+pub fn fmt_spread(s: &Option<Spread>, prec: usize) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s.n == 1 => format!("{:.*}", prec, s.median),
+        Some(s) => format!("{:.*} [{:.*}–{:.*}]", prec, s.median, prec, s.min, prec, s.max),
+    }
+}
+
+fn fmt_rel(s: &Option<Spread>) -> String {
+    match s.as_ref().and_then(|s| if s.n > 1 { s.rel_spread } else { None }) {
+        Some(r) => format!("{:.0}%", 100.0 * r),
+        None => "-".into(),
+    }
+}
+
+/// Free-form facts for the report header.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct Meta {
+    pub experiment: String,
+    pub command: String,
+    pub started: String,
+    pub kernel: String,
+    pub cpus_online: usize,
+    pub cpu_model: String,
+    pub hypervisor: bool,
+    pub sched_ext: String,
+    pub calibration: String,
+    pub client_protection: String,
+    pub orchestrator_policy: String,
+    pub cgroups: String,
+    pub notes: Vec<String>,
+}
+
+/// The markdown summary.
+pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAggregate], runs: &[RunOutcome], figures: &[String]) -> String {
+    let mut m = String::new();
+    let _ = writeln!(m, "# schedbe bench {}\n", meta.experiment);
+    let _ = writeln!(m, "- command: `{}`", meta.command);
+    let _ = writeln!(m, "- started: {}", meta.started);
+    let _ = writeln!(
+        m,
+        "- machine: kernel {}, {} CPUs online ({}){}; sched_ext: {}",
+        meta.kernel,
+        meta.cpus_online,
+        meta.cpu_model,
+        if meta.hypervisor { ", virtual machine" } else { "" },
+        meta.sched_ext
+    );
+    let _ = writeln!(
+        m,
+        "- load: {:.0}% of {} CPU(s), service {} us, {} connections (= server threads), Poisson arrivals; LC alone {:.0} s, then {} {:.0} s{}; {} repetition(s), configurations interleaved",
+        100.0 * params.util,
+        params.ncpus,
+        params.service,
+        params.conns,
+        params.lc_alone_secs,
+        if params.with_be { "LC + BE" } else { "LC alone again" },
+        params.be_secs,
+        if params.tail_secs > 0.0 { format!(", BE {:.0} s more after the client stops", params.tail_secs) } else { String::new() },
+        runs.iter().map(|r| r.rep).max().map(|x| x + 1).unwrap_or(0)
+    );
+    if params.with_be {
+        let _ = writeln!(m, "- BE: {} threads resizing {} -> {} (Lanczos3, fast_image_resize, SIMD {})", params.be_threads, params.be_src, params.be_dst, params.be_simd);
+    }
+    let _ = writeln!(
+        m,
+        "- windows: \"before\" = [t0+{:.1} s, BE start), \"after\" = [BE start+{:.1} s, end of sending); latency from the intended send time",
+        params.warmup_secs, params.settle_secs
+    );
+    let _ = writeln!(m, "- {}", meta.calibration);
+    let _ = writeln!(m, "- client: {}; orchestration: {}", meta.client_protection, meta.orchestrator_policy);
+    let _ = writeln!(m, "- cgroups: {}; tracer: {:?}", meta.cgroups, params.trace);
+    for n in &meta.notes {
+        let _ = writeln!(m, "- note: {n}");
+    }
+    let _ = writeln!(m, "\nValues: median [min–max] over repetitions; spread = (max−min)/median of the ratio.\n");
+    let _ = writeln!(m, "| config | runs ok | LC mean before (ms) | after (ms) | mean ratio | spread | LC p99 before (ms) | after (ms) | p99 ratio | spread | BE it/s | inversion % CPU | BE % of leftover CPU |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for a in aggs {
+        let _ = writeln!(
+            m,
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            a.config,
+            a.runs_ok,
+            a.runs,
+            fmt_spread(&a.mean_before_ms, 2),
+            fmt_spread(&a.mean_after_ms, 2),
+            fmt_spread(&a.mean_ratio, 2),
+            fmt_rel(&a.mean_ratio),
+            fmt_spread(&a.p99_before_ms, 2),
+            fmt_spread(&a.p99_after_ms, 2),
+            fmt_spread(&a.p99_ratio, 2),
+            fmt_rel(&a.p99_ratio),
+            fmt_spread(&a.be_iters_per_s, 1),
+            fmt_spread(&a.inversion_pct, 4),
+            fmt_spread(&a.be_share_of_leftover_pct, 1),
+        );
+    }
+    let _ = writeln!(m, "\nLoad checks: offered load = service demand sent before BE / CPU time; LC / RT CPU % = tracer, LC-alone phase (RT = client, orchestration, tracer; LC itself under fifo); burn CPU ratio = CPU time of a burn / requested service (1 = as calibrated); speed = spin-loop speed just before the run / at calibration.\n");
+    let _ = writeln!(m, "| config | description | LC mean whole run (ms) | LC p99 whole run (ms) | offered LC load | LC CPU % | RT CPU % | burn CPU ratio | speed | inversion % CPU, LC-alone phase | idle while LC waits % | client p99 send lag (ms) | unanswered |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for a in aggs {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            a.config,
+            a.description,
+            fmt_spread(&a.overall_mean_ms, 2),
+            fmt_spread(&a.overall_p99_ms, 2),
+            fmt_spread(&a.achieved_util_before, 2),
+            fmt_spread(&a.lc_cpu_pct_lc_phase, 1),
+            fmt_spread(&a.other_cpu_pct_lc_phase, 1),
+            fmt_spread(&a.burn_cpu_ratio, 2),
+            fmt_spread(&a.speed_vs_calibration, 2),
+            fmt_spread(&a.inversion_pct_lc_phase, 4),
+            fmt_spread(&a.idle_while_lc_waits_pct, 3),
+            fmt_spread(&a.client_lag_p99_ms, 2),
+            a.unanswered
+        );
+    }
+    let _ = writeln!(m, "\n## Runs (in execution order)\n");
+    let _ = writeln!(m, "| # | config | rep | seed | mean before/after (ms) | p99 before/after (ms) | BE it/s | inversion % (BE phase) | raw | problems |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
+    for (i, r) in runs.iter().enumerate() {
+        let problems = match &r.error {
+            Some(e) => format!("FAILED: {e}"),
+            None => format!("{} warning(s)", r.warnings.len()),
+        };
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {} | {} | {} | {} |",
+            i + 1,
+            r.config,
+            r.rep + 1,
+            r.seed,
+            r.before.mean_us / 1000.0,
+            r.after.mean_us / 1000.0,
+            r.before.p99_us / 1000.0,
+            r.after.p99_us / 1000.0,
+            r.be_iters_per_s.map(|b| format!("{b:.1}")).unwrap_or_else(|| "-".into()),
+            r.trace_be.as_ref().map(|t| format!("{:.4}", 100.0 * t.inversion_frac)).unwrap_or_else(|| "-".into()),
+            r.raw_dir,
+            problems.replace('|', "/")
+        );
+    }
+    let warned: Vec<&RunOutcome> = runs.iter().filter(|r| !r.warnings.is_empty()).collect();
+    if !warned.is_empty() {
+        let _ = writeln!(m, "\n## Warnings\n");
+        for r in warned {
+            for w in &r.warnings {
+                let _ = writeln!(m, "- {} r{}: {}", r.config, r.rep + 1, w);
+            }
+        }
+    }
+    if !figures.is_empty() {
+        let _ = writeln!(m, "\n## Figures\n");
+        for f in figures {
+            let _ = writeln!(m, "- [{f}]({f})");
+        }
+    }
+    m
+}
+
+pub const PER_SECOND_HEADER: &str = "config,rep,t_s,phase,lc_count,lc_mean_us,lc_p50_us,lc_p99_us,lc_max_us,be_iters,send_lag_max_us";
+
+pub fn write_per_second(path: &Path, runs: &[RunOutcome]) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    writeln!(w, "{PER_SECOND_HEADER}")?;
+    for r in runs.iter().filter(|r| r.ok) {
+        for x in &r.windows {
+            writeln!(
+                w,
+                "{},{},{:.3},{},{},{:.1},{:.1},{:.1},{:.1},{},{:.1}",
+                r.config,
+                r.rep + 1,
+                x.t_s,
+                x.phase,
+                x.lc.count,
+                x.lc.mean_us,
+                x.lc.p50_us,
+                x.lc.p99_us,
+                x.lc.max_us,
+                x.be_iters,
+                x.lag_max_us
+            )?;
+        }
+    }
+    w.flush().with_context(|| format!("write {}", path.display()))
+}
+
+pub const REQUESTS_HEADER: &str = "config,rep,conn,id,t_s,latency_us,send_lag_us,queue_us,service_us,server_us,cpu_us";
+
+/// All answered requests; t_s is the intended send time since t0.
+pub fn write_requests(path: &Path, runs: &[RunOutcome]) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    writeln!(w, "{REQUESTS_HEADER}")?;
+    for r in runs.iter().filter(|r| r.ok) {
+        for q in &r.records {
+            writeln!(
+                w,
+                "{},{},{},{},{:.6},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
+                r.config,
+                r.rep + 1,
+                q.conn,
+                q.id,
+                q.intended_ns.saturating_sub(r.t0_ns) as f64 / 1e9,
+                q.latency_ns() as f64 / 1000.0,
+                q.lag_ns() as f64 / 1000.0,
+                q.start_ns.saturating_sub(q.send_ns) as f64 / 1000.0,
+                q.service_ns as f64 / 1000.0,
+                q.end_ns.saturating_sub(q.start_ns) as f64 / 1000.0,
+                q.cpu_ns as f64 / 1000.0
+            )?;
+        }
+    }
+    w.flush().with_context(|| format!("write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::LatencySummary;
+
+    fn run(cfg: &str, rep: usize, before: f64, after: f64, ok: bool) -> RunOutcome {
+        RunOutcome {
+            config: cfg.into(),
+            rep,
+            ok,
+            before: LatencySummary { count: 10, mean_us: before, p99_us: before * 2.0, ..Default::default() },
+            after: LatencySummary { count: 10, mean_us: after, p99_us: after * 3.0, ..Default::default() },
+            mean_ratio: crate::stats::ratio(after, before),
+            p99_ratio: crate::stats::ratio(after * 3.0, before * 2.0),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn aggregates_medians_and_spread() {
+        let runs = vec![
+            run("weights", 0, 1000.0, 2000.0, true),
+            run("schedbe", 0, 1000.0, 1000.0, true),
+            run("weights", 1, 1000.0, 1600.0, true),
+            run("schedbe", 1, 1000.0, 1100.0, true),
+            run("weights", 2, 1000.0, 1800.0, true),
+            run("schedbe", 2, 1.0, 1.0, false),
+        ];
+        let cfgs = vec![("weights".to_string(), "w".to_string()), ("schedbe".to_string(), "s".to_string())];
+        let a = aggregate(&cfgs, &runs);
+        assert_eq!(a[0].runs_ok, 3);
+        let mr = a[0].mean_ratio.as_ref().unwrap();
+        assert!((mr.median - 1.8).abs() < 1e-12);
+        assert!((mr.rel_spread.unwrap() - 0.4 / 1.8).abs() < 1e-12);
+        assert!((a[0].p99_ratio.as_ref().unwrap().median - 2.7).abs() < 1e-12);
+        assert_eq!((a[1].runs, a[1].runs_ok), (3, 2));
+        assert!((a[1].mean_ratio.as_ref().unwrap().median - 1.05).abs() < 1e-12);
+        assert!(a[1].inversion_pct.is_none());
+        assert_eq!(fmt_spread(&a[0].mean_ratio, 2), "1.80 [1.60–2.00]");
+        assert_eq!(fmt_spread(&None, 2), "-");
+        assert_eq!(fmt_rel(&a[0].mean_ratio), "22%");
+    }
+
+    #[test]
+    fn markdown_has_a_row_per_config_and_run() {
+        let runs = vec![run("weights", 0, 1000.0, 2000.0, true), run("schedbe", 0, 1000.0, 1000.0, true)];
+        let cfgs = vec![("weights".to_string(), "w".to_string()), ("schedbe".to_string(), "s".to_string())];
+        let a = aggregate(&cfgs, &runs);
+        let p = crate::runner::tests_params();
+        let md = markdown(&Meta { experiment: "srv-bg".into(), ..Default::default() }, &p, &a, &runs, &["srv-bg-cmp.png".into()]);
+        assert!(md.contains("| weights | 1/1 | 1.00 | 2.00 | 2.00 |"), "{md}");
+        assert!(md.contains("| schedbe | 1/1 |"));
+        assert!(md.contains("srv-bg-cmp.png"));
+        assert_eq!(md.matches("\n| 1 | weights").count(), 1);
+    }
+}

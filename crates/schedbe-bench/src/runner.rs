@@ -1,0 +1,878 @@
+//! One run: one configuration, one repetition. Starts the helpers (re-exec
+//! of this binary: `bench lc-server`, `bench client`, `bench be-worker`),
+//! `schedbe run` and `schedbe trace` on the experiment's timeline, stops
+//! them, and turns their records into figures.
+//!
+//! Timeline (t0 = the client's first intended send):
+//!   [t0, t0+lc_alone)               LC alone   ("before": from t0+warmup)
+//!   [t0+lc_alone, +be_secs)         LC + BE    ("after": from BE start+settle)
+//!   then the client stops sending, waits for outstanding answers (drain),
+//!   and BE keeps running `tail` seconds more (overload).
+//! The tracer covers most of each phase (`--trace both`) so that tracing
+//! overhead is the same before and after.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::be::{read_times, BeSummary};
+use crate::cgroup::Cgroups;
+use crate::client::{read_records, ClientSummary, Record};
+use crate::configs::{Config, Plan};
+use crate::load::ServiceDist;
+use crate::stats::{ratio, window_index, LatencyHist, LatencySummary};
+use crate::sys::{self, monotonic_ns, sleep_until_ns};
+use crate::tracer::{parse_report, TraceFigures};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceMode {
+    Off,
+    Be,
+    Both,
+}
+
+impl std::str::FromStr for TraceMode {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "off" => Ok(TraceMode::Off),
+            "be" => Ok(TraceMode::Be),
+            "both" => Ok(TraceMode::Both),
+            _ => bail!("--trace {s:?}: expected off, be or both"),
+        }
+    }
+}
+
+/// Everything a run needs that is the same for all runs of an experiment.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunParams {
+    pub experiment: String,
+    pub util: f64,
+    pub service: ServiceDist,
+    pub conns: usize,
+    pub lc_alone_secs: f64,
+    pub be_secs: f64,
+    pub tail_secs: f64,
+    pub warmup_secs: f64,
+    pub settle_secs: f64,
+    pub with_be: bool,
+    pub be_threads: usize,
+    pub be_src: String,
+    pub be_dst: String,
+    pub be_simd: String,
+    pub trace: TraceMode,
+    /// CPUs of LC and BE (None: all).
+    pub cpus: Option<Vec<usize>>,
+    pub ncpus: usize,
+    pub client_cpus: Option<String>,
+    pub client_rt_prio: u8,
+    pub lc_fifo_prio: u8,
+    pub tracer_rt_prio: u8,
+    pub transport: String,
+    pub iters_per_us: f64,
+    pub drain_timeout_secs: f64,
+    pub window_secs: f64,
+    pub progress_secs: f64,
+    pub base_seed: u64,
+    #[serde(skip)]
+    pub exe: PathBuf,
+    #[serde(skip)]
+    pub exe_prefix: Vec<String>,
+    pub schedbe_bin: Option<PathBuf>,
+    pub schedbe_args: Vec<String>,
+    pub tracer_cmd: Vec<String>,
+}
+
+/// One time window of a run (by intended send time for LC, completion
+/// time for BE).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Window {
+    /// Window start, seconds since t0.
+    pub t_s: f64,
+    pub phase: String,
+    pub lc: LatencySummary,
+    pub be_iters: u64,
+    pub lag_max_us: f64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct RunOutcome {
+    pub config: String,
+    pub rep: usize,
+    pub seed: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// Directory of this run's raw files, relative to the experiment's output.
+    pub raw_dir: String,
+    pub t0_ns: u64,
+    pub be_start_ns: Option<u64>,
+    pub send_end_ns: u64,
+    pub before: LatencySummary,
+    pub after: LatencySummary,
+    /// From t0+warmup to the end of sending (both phases).
+    pub overall: LatencySummary,
+    pub mean_ratio: Option<f64>,
+    pub p99_ratio: Option<f64>,
+    /// BE iterations per second in the "after" window.
+    pub be_iters_per_s: Option<f64>,
+    /// Offered LC CPU demand in the "before" window (service demands of the
+    /// requests sent then) / (window * CPUs).
+    pub achieved_util_before: Option<f64>,
+    /// Median of (thread CPU time of a burn / requested service) before BE:
+    /// above 1 when the environment makes the loop slower than calibrated
+    /// (e.g. context-switch costs under emulation).
+    pub burn_cpu_ratio: Option<f64>,
+    /// A short spin calibration just before this run, divided by the
+    /// experiment's calibration: below 1 when the machine (e.g. a VM's host)
+    /// got slower since.
+    pub speed_vs_calibration: Option<f64>,
+    pub trace_lc: Option<TraceFigures>,
+    pub trace_be: Option<TraceFigures>,
+    pub client: Option<ClientSummary>,
+    pub be: Option<BeSummary>,
+    pub sched_ext_state: Option<String>,
+    pub windows: Vec<Window>,
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    pub records: Vec<Record>,
+}
+
+/// A helper process that is killed if still running when dropped.
+struct Proc {
+    name: String,
+    child: Option<Child>,
+}
+
+impl Proc {
+    fn spawn(name: &str, cmd: &mut Command) -> Result<Proc> {
+        let child = cmd.spawn().with_context(|| format!("start {name} ({:?})", cmd.get_program()))?;
+        Ok(Proc { name: name.to_string(), child: Some(child) })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    fn wait_timeout(&mut self, d: Duration) -> Result<Option<ExitStatus>> {
+        let deadline = monotonic_ns() + d.as_nanos() as u64;
+        let Some(c) = self.child.as_mut() else { return Ok(None) };
+        loop {
+            if let Some(st) = c.try_wait().with_context(|| format!("wait for {}", self.name))? {
+                self.child = None;
+                return Ok(Some(st));
+            }
+            if monotonic_ns() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Signal, wait up to `grace`, then SIGKILL. Returns the exit status and
+    /// whether it had to be killed.
+    fn stop(&mut self, sig: libc::c_int, grace: Duration) -> (Option<ExitStatus>, bool) {
+        let Some(c) = self.child.as_mut() else { return (None, false) };
+        if let Ok(Some(st)) = c.try_wait() {
+            self.child = None;
+            return (Some(st), false);
+        }
+        sys::kill(c.id(), sig);
+        if let Ok(Some(st)) = self.wait_timeout(grace) {
+            return (Some(st), false);
+        }
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let st = c.wait().ok();
+            self.child = None;
+            return (st, true);
+        }
+        (None, true)
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Command for a helper subcommand of this binary.
+fn helper(p: &RunParams, sub: &str) -> Command {
+    let mut c = Command::new(&p.exe);
+    c.args(&p.exe_prefix).arg(sub);
+    c
+}
+
+/// Make the child die with us, optionally at SCHED_FIFO `rt` (inherited by its threads).
+fn child_setup(c: &mut Command, death_sig: libc::c_int, rt: Option<u8>) {
+    // SAFETY: only async-signal-safe syscalls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, death_sig as libc::c_ulong, 0, 0, 0);
+            if let Some(p) = rt {
+                let param = libc::sched_param { sched_priority: p as libc::c_int };
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
+            }
+            Ok(())
+        });
+    }
+}
+
+fn log_file(dir: &Path, name: &str) -> Result<Stdio> {
+    let p = dir.join(name);
+    Ok(Stdio::from(std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?))
+}
+
+/// stdout and stderr into one file (one open file description, one offset).
+fn log_pair(dir: &Path, name: &str) -> Result<(Stdio, Stdio)> {
+    let p = dir.join(name);
+    let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
+    let g = f.try_clone().with_context(|| format!("dup {}", p.display()))?;
+    Ok((Stdio::from(f), Stdio::from(g)))
+}
+
+pub fn sched_ext_state() -> Option<String> {
+    std::fs::read_to_string("/sys/kernel/sched_ext/state").ok().map(|s| s.trim().to_string())
+}
+
+fn wait_sched_ext(want: &str, timeout: Duration, proc_: Option<&mut Proc>) -> Result<()> {
+    let deadline = monotonic_ns() + timeout.as_nanos() as u64;
+    let mut proc_ = proc_;
+    loop {
+        let st = sched_ext_state();
+        if st.as_deref() == Some(want) {
+            return Ok(());
+        }
+        if let Some(p) = proc_.as_deref_mut() {
+            if !p.running() {
+                bail!("{} exited before sched_ext became {want} (state {st:?}); see its log", p.name);
+            }
+        }
+        if monotonic_ns() >= deadline {
+            bail!("sched_ext state is {st:?}, not {want:?}, after {:?}", timeout);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn secs_ns(s: f64) -> u64 {
+    (s.max(0.0) * 1e9) as u64
+}
+
+/// Estimated time from launching the tracer to its window opening (BPF
+/// load, snapshot): measured by [`probe_tracer`] and updated after every
+/// trace (seconds under software emulation).
+static TRACER_STARTUP_NS: AtomicU64 = AtomicU64::new(1_000_000_000);
+/// Safety margin around the estimate.
+const TRACE_MARGIN_NS: u64 = 300_000_000;
+
+pub fn tracer_startup_estimate_s() -> f64 {
+    TRACER_STARTUP_NS.load(Ordering::Relaxed) as f64 / 1e9
+}
+
+fn note_tracer_startup(observed_ns: u64) {
+    let old = TRACER_STARTUP_NS.load(Ordering::Relaxed);
+    // follow increases at once, decreases slowly
+    TRACER_STARTUP_NS.store(observed_ns.max(old / 4 * 3), Ordering::Relaxed);
+}
+
+/// When to launch a tracer whose window should open at `from_ns`.
+fn tracer_launch_ns(from_ns: u64) -> u64 {
+    from_ns.saturating_sub(TRACER_STARTUP_NS.load(Ordering::Relaxed) + TRACE_MARGIN_NS)
+}
+
+fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path) -> Option<Command> {
+    let (prog, args) = p.tracer_cmd.split_first()?;
+    let mut c = Command::new(prog);
+    c.args(args)
+        .arg("--duration")
+        .arg(format!("{secs:.3}"))
+        .arg("--output")
+        .arg(out)
+        .arg("--be-cgroup")
+        .arg(format!("{}/{}", crate::cgroup::BASE, crate::configs::BE_CG))
+        .stdin(Stdio::null());
+    if let Ok((o, e)) = log_pair(dir, &format!("trace-{tag}.log")) {
+        c.stdout(o).stderr(e);
+    }
+    child_setup(&mut c, libc::SIGKILL, if p.tracer_rt_prio > 0 { Some(p.tracer_rt_prio) } else { None });
+    Some(c)
+}
+
+/// Run the tracer once for `secs` to learn how long it takes to start here.
+/// Returns the start-up time in seconds.
+pub fn probe_tracer(p: &RunParams, dir: &Path) -> Result<f64> {
+    std::fs::create_dir_all(dir)?;
+    let out = dir.join("trace-probe.json");
+    let mut c = tracer_command(p, dir, "probe", 0.5, &out).context("no tracer command")?;
+    let t_launch = monotonic_ns();
+    let mut pr = Proc::spawn("tracer (probe)", &mut c)?;
+    let st = pr.wait_timeout(Duration::from_secs(120))?.context("tracer probe did not finish in 120 s")?;
+    if !st.success() {
+        let log = std::fs::read_to_string(dir.join("trace-probe.log")).unwrap_or_default();
+        bail!("tracer probe failed ({st}): {}", log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""));
+    }
+    let t = parse_report(&std::fs::read_to_string(&out).with_context(|| format!("read {}", out.display()))?)?;
+    let startup = t.window_start_ns.saturating_sub(t_launch);
+    TRACER_STARTUP_NS.store(startup, Ordering::Relaxed);
+    Ok(startup as f64 / 1e9)
+}
+
+/// A tracer in flight: process, report path, launch time.
+type Tracer = (Proc, PathBuf, u64);
+
+/// Launch the tracer now so that its window covers about [from_ns, to_ns).
+fn start_tracer(p: &RunParams, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, warnings: &mut Vec<String>) -> Option<Tracer> {
+    let now = monotonic_ns();
+    let opens = from_ns.max(now + TRACER_STARTUP_NS.load(Ordering::Relaxed));
+    let win = to_ns.saturating_sub(TRACE_MARGIN_NS).saturating_sub(opens);
+    if win < 500_000_000 {
+        warnings.push(format!(
+            "trace {tag}: phase too short to trace (tracer start-up {:.1} s; lengthen the phase)",
+            tracer_startup_estimate_s()
+        ));
+        return None;
+    }
+    let out = dir.join(format!("trace-{tag}.json"));
+    let Some(mut c) = tracer_command(p, dir, tag, win as f64 / 1e9, &out) else {
+        warnings.push("no tracer command".into());
+        return None;
+    };
+    match Proc::spawn(&format!("tracer ({tag})"), &mut c) {
+        Ok(pr) => Some((pr, out, now)),
+        Err(e) => {
+            warnings.push(format!("trace {tag}: {e:#}"));
+            None
+        }
+    }
+}
+
+fn finish_tracer(t: Option<Tracer>, tag: &str, dir: &Path, warnings: &mut Vec<String>) -> Option<TraceFigures> {
+    let (mut pr, out, launched) = t?;
+    let st = match pr.wait_timeout(Duration::from_secs(60)) {
+        Ok(Some(st)) => st,
+        _ => {
+            pr.stop(libc::SIGKILL, Duration::from_secs(1));
+            warnings.push(format!("trace {tag}: tracer did not finish; killed"));
+            return None;
+        }
+    };
+    if !st.success() {
+        let log = std::fs::read_to_string(dir.join(format!("trace-{tag}.log"))).unwrap_or_default();
+        let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+        warnings.push(format!("trace {tag}: tracer failed ({st}): {last}"));
+        return None;
+    }
+    match std::fs::read_to_string(&out).map_err(anyhow::Error::from).and_then(|s| parse_report(&s)) {
+        Ok(mut t) => {
+            let startup = t.window_start_ns.saturating_sub(launched);
+            note_tracer_startup(startup);
+            t.startup_s = Some(startup as f64 / 1e9);
+            for w in &t.warnings {
+                warnings.push(format!("trace {tag}: {w}"));
+            }
+            Some(t)
+        }
+        Err(e) => {
+            warnings.push(format!("trace {tag}: {e:#}"));
+            None
+        }
+    }
+}
+
+fn start_be(p: &RunParams, plan: &Plan, be_cg: Option<&Path>, dir: &Path) -> Result<Proc> {
+    let mut c = helper(p, "be-worker");
+    c.arg("--threads")
+        .arg(p.be_threads.to_string())
+        .arg("--policy")
+        .arg(plan.be_policy.to_string())
+        .arg("--src")
+        .arg(&p.be_src)
+        .arg("--dst")
+        .arg(&p.be_dst)
+        .arg("--simd")
+        .arg(&p.be_simd)
+        .arg("--duration")
+        .arg(format!("{}", p.be_secs + p.tail_secs + p.drain_timeout_secs + 120.0))
+        .arg("--out")
+        .arg(dir.join("be-iterations.csv"))
+        .arg("--summary")
+        .arg(dir.join("be.json"));
+    if let Some(cg) = be_cg {
+        c.arg("--cgroup").arg(cg);
+    }
+    if let Some(cpus) = &p.cpus {
+        c.arg("--cpus").arg(sys::format_cpu_list(cpus));
+    }
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log_file(dir, "be.log")?);
+    child_setup(&mut c, libc::SIGKILL, None);
+    Proc::spawn("be-worker", &mut c)
+}
+
+/// Run one configuration once. Errors that make the run meaningless are
+/// returned in `RunOutcome::error` (the experiment goes on with the others).
+pub fn run_one(p: &RunParams, cfg: &Config, rep: usize, run_idx: usize, cgroups: Option<&Cgroups>, out_dir: &Path) -> RunOutcome {
+    let raw_rel = format!("raw/{}-r{}", cfg.name, rep + 1);
+    let dir = out_dir.join(&raw_rel);
+    let mut o = RunOutcome { config: cfg.name.clone(), rep, seed: p.base_seed + rep as u64, raw_dir: raw_rel, ..Default::default() };
+    if let Err(e) = std::fs::create_dir_all(&dir).with_context(|| format!("mkdir {}", dir.display())).and_then(|_| run_inner(p, cfg, run_idx, cgroups, &dir, &mut o)) {
+        o.ok = false;
+        o.error = Some(format!("{e:#}"));
+        return o;
+    }
+    o.ok = true;
+    o
+}
+
+fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgroups>, dir: &Path, o: &mut RunOutcome) -> Result<()> {
+    let plan: Plan = cfg.plan(p.lc_fifo_prio);
+    let has_be = plan.has_be && p.with_be;
+    let tag = format!("[{} r{}]", cfg.name, o.rep + 1);
+    let say = |msg: &str| eprintln!("bench: {tag} {msg}");
+
+    // Has the machine's speed drifted since the calibration? (Same thread,
+    // same policy as the calibration: this orchestrator.)
+    let check = crate::spin::calibrate(5, 20.0);
+    let speed = check.iters_per_us / p.iters_per_us;
+    o.speed_vs_calibration = Some(speed);
+    if !(0.8..=1.25).contains(&speed) {
+        o.warnings.push(format!(
+            "spin loop runs at {:.0}% of its calibrated speed just before this run: the machine (or the VM's host) is busier or idler than at calibration",
+            100.0 * speed
+        ));
+    }
+
+    // cgroups
+    let (lc_cg, be_cg) = match cgroups {
+        Some(cg) => {
+            if plan.needs_cpu_controller && !cg.cpu_controller {
+                bail!("configuration {} needs the cgroup v2 cpu controller, which is not available", cfg.name);
+            }
+            let lc = cg.fresh(plan.lc_cgroup)?;
+            let be = if plan.be_cgroup != plan.lc_cgroup { cg.fresh(plan.be_cgroup)? } else { lc.clone() };
+            if let Some(w) = plan.lc_weight {
+                cg.set(plan.lc_cgroup, "cpu.weight", &w.to_string())?;
+            }
+            if has_be || plan.be_cgroup != plan.lc_cgroup {
+                if let Some(w) = plan.be_weight {
+                    cg.set(plan.be_cgroup, "cpu.weight", &w.to_string())?;
+                }
+                if plan.be_cpu_idle {
+                    cg.set(plan.be_cgroup, "cpu.idle", "1")?;
+                }
+            }
+            (Some(lc), Some(be))
+        }
+        None => {
+            if plan.needs_cpu_controller {
+                bail!("configuration {} needs cgroup v2 (weights / cpu.idle); not available here", cfg.name);
+            }
+            (None, None)
+        }
+    };
+
+    // schedbe
+    let state0 = sched_ext_state();
+    let mut sched = None;
+    if plan.load_schedbe {
+        let bin = p.schedbe_bin.as_ref().context("configuration schedbe: no schedbe binary found (--schedbe-bin)")?;
+        if state0.is_none() {
+            bail!("configuration schedbe: this kernel has no sched_ext (/sys/kernel/sched_ext missing); run in the VM (scripts/vm.sh)");
+        }
+        if state0.as_deref() != Some("disabled") {
+            bail!("configuration schedbe: a sched_ext scheduler is already {:?}", state0);
+        }
+        let mut c = Command::new(bin);
+        c.arg("run").args(&p.schedbe_args).stdin(Stdio::null()).stdout(log_file(dir, "schedbe-run.log")?).stderr(log_file(dir, "schedbe-run.err")?);
+        child_setup(&mut c, libc::SIGINT, None);
+        say("starting schedbe run");
+        let mut pr = Proc::spawn("schedbe run", &mut c)?;
+        wait_sched_ext("enabled", Duration::from_secs(120), Some(&mut pr))?;
+        sched = Some(pr);
+    } else if matches!(state0.as_deref(), Some(s) if s != "disabled") {
+        o.warnings.push(format!("a sched_ext scheduler is {:?} during a non-schedbe configuration", state0));
+    }
+    o.sched_ext_state = sched_ext_state();
+
+    // server
+    let ep = match p.transport.as_str() {
+        "tcp" => format!("tcp:127.0.0.1:{}", 20_000 + (std::process::id() as usize * 7 + run_idx) % 40_000),
+        _ => format!("unix:@schedbe-bench-{}-{run_idx}", std::process::id()),
+    };
+    let mut c = helper(p, "lc-server");
+    c.arg("--listen").arg(&ep).arg("--iters-per-us").arg(format!("{}", p.iters_per_us)).arg("--policy").arg(plan.lc_policy.to_string());
+    if let Some(cg) = &lc_cg {
+        c.arg("--cgroup").arg(cg);
+    }
+    if let Some(cpus) = &p.cpus {
+        c.arg("--cpus").arg(sys::format_cpu_list(cpus));
+    }
+    let (so, se) = log_pair(dir, "server.log")?;
+    c.stdin(Stdio::null()).stdout(so).stderr(se);
+    child_setup(&mut c, libc::SIGKILL, None);
+    let mut server = Proc::spawn("lc-server", &mut c)?;
+
+    // client
+    let t0 = monotonic_ns() + 1_000_000_000;
+    let be_start = t0 + secs_ns(p.lc_alone_secs);
+    let send_end = be_start + secs_ns(p.be_secs);
+    o.t0_ns = t0;
+    o.send_end_ns = send_end;
+    let mut c = helper(p, "client");
+    c.arg("--connect")
+        .arg(&ep)
+        .arg("--conns")
+        .arg(p.conns.to_string())
+        .arg("--util")
+        .arg(p.util.to_string())
+        .arg("--server-cpus")
+        .arg(p.ncpus.to_string())
+        .arg("--service")
+        .arg(p.service.to_string())
+        .arg("--duration")
+        .arg(format!("{}", p.lc_alone_secs + p.be_secs))
+        .arg("--start-at-ns")
+        .arg(t0.to_string())
+        .arg("--seed")
+        .arg(o.seed.to_string())
+        .arg("--records")
+        .arg(dir.join("requests.csv"))
+        .arg("--summary")
+        .arg(dir.join("client.json"))
+        .arg("--rt-prio")
+        .arg(p.client_rt_prio.to_string())
+        .arg("--drain-timeout")
+        .arg(p.drain_timeout_secs.to_string())
+        .arg("--progress-secs")
+        .arg(p.progress_secs.to_string())
+        .arg("--label")
+        .arg(format!("bench: {tag} client"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if let Some(cc) = &p.client_cpus {
+        c.arg("--cpus").arg(cc);
+    }
+    child_setup(&mut c, libc::SIGKILL, None);
+    let mut client = Proc::spawn("client", &mut c)?;
+    say(&format!(
+        "{}: LC alone {:.0} s, then {} {:.0} s (util {:.2}, {} conns, service {})",
+        cfg.describe(),
+        p.lc_alone_secs,
+        if has_be { "LC + BE" } else { "LC (no BE)" },
+        p.be_secs,
+        p.util,
+        p.conns,
+        p.service
+    ));
+
+    // The rest of the timeline, in time order: tracer launches (early by
+    // their start-up time) and the BE start. Tracers may overlap.
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Ev {
+        TraceLc,
+        Be,
+        TraceBe,
+    }
+    let lc_from = t0 + secs_ns(p.warmup_secs);
+    let be_from = be_start + secs_ns(p.settle_secs);
+    let mut events = vec![(be_start, Ev::Be)];
+    if p.trace == TraceMode::Both {
+        events.push((tracer_launch_ns(lc_from), Ev::TraceLc));
+    }
+    if p.trace != TraceMode::Off {
+        events.push((tracer_launch_ns(be_from), Ev::TraceBe));
+    }
+    events.sort();
+    let (mut tr_lc, mut tr_be, mut be) = (None, None, None);
+    for (at, ev) in events {
+        sleep_until_ns(at);
+        match ev {
+            Ev::TraceLc => tr_lc = start_tracer(p, dir, "lc", lc_from, be_start, &mut o.warnings),
+            Ev::TraceBe => tr_be = start_tracer(p, dir, "be", be_from, send_end, &mut o.warnings),
+            Ev::Be if has_be => {
+                be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
+                o.be_start_ns = Some(monotonic_ns());
+                say(&format!("BE started ({} threads, policy {})", p.be_threads, plan.be_policy));
+            }
+            Ev::Be => {
+                o.be_start_ns = Some(be_start);
+                say("second phase (no BE in this configuration)");
+            }
+        }
+    }
+    let tr_lc_fig = finish_tracer(tr_lc, "lc", dir, &mut o.warnings);
+
+    // client end (it drains outstanding requests itself)
+    let client_budget = Duration::from_secs_f64((send_end.saturating_sub(monotonic_ns())) as f64 / 1e9 + p.drain_timeout_secs + 60.0);
+    let st = client.wait_timeout(client_budget)?;
+    let tr_be_fig = finish_tracer(tr_be, "be", dir, &mut o.warnings);
+    match st {
+        Some(st) if st.success() => {}
+        Some(st) => o.warnings.push(format!("client exited with {st}")),
+        None => {
+            client.stop(libc::SIGKILL, Duration::from_secs(1));
+            o.warnings.push("client did not finish in time; killed".into());
+        }
+    }
+    if p.tail_secs > 0.0 && be.is_some() {
+        say(&format!("client done; BE keeps running {:.0} s", p.tail_secs));
+        std::thread::sleep(Duration::from_secs_f64(p.tail_secs));
+    }
+    if let Some(b) = be.as_mut() {
+        let (st, killed) = b.stop(libc::SIGTERM, Duration::from_secs(30));
+        if killed {
+            o.warnings.push("BE worker did not stop on SIGTERM within 30 s; killed (its iterations are lost)".into());
+        } else if let Some(st) = st {
+            if !st.success() {
+                o.warnings.push(format!("BE worker exited with {st}"));
+            }
+        }
+    }
+    server.stop(libc::SIGTERM, Duration::from_secs(5));
+    if let Some(mut s) = sched.take() {
+        let (st, killed) = s.stop(libc::SIGINT, Duration::from_secs(30));
+        if killed || !st.map(|s| s.success()).unwrap_or(false) {
+            o.warnings.push(format!("schedbe run did not exit cleanly on SIGINT ({st:?}, killed: {killed})"));
+        }
+        if let Err(e) = wait_sched_ext("disabled", Duration::from_secs(20), None) {
+            o.warnings.push(format!("after schedbe run: {e:#}"));
+        }
+        let err = std::fs::read_to_string(dir.join("schedbe-run.err")).unwrap_or_default();
+        let bad = |l: &str| {
+            let l = l.to_ascii_lowercase();
+            (l.contains("error") || l.contains("stall") || l.contains("exit")) && !l.contains("unregistered from user space")
+        };
+        for l in err.lines().filter(|l| bad(l)).take(3) {
+            o.warnings.push(format!("schedbe run: {l}"));
+        }
+    }
+    let _ = server.pid();
+    if let Some(t) = &tr_lc_fig {
+        if t.window_end_ns > be_start {
+            o.warnings.push(format!("trace lc: window ran {:.2} s into the BE phase (slow tracer start)", (t.window_end_ns - be_start) as f64 / 1e9));
+        }
+    }
+    if let Some(t) = &tr_be_fig {
+        if t.window_end_ns > send_end {
+            o.warnings.push(format!("trace be: window ran {:.2} s past the end of sending", (t.window_end_ns - send_end) as f64 / 1e9));
+        }
+    }
+
+    // results
+    o.trace_lc = tr_lc_fig;
+    o.trace_be = tr_be_fig;
+    o.client = Some(
+        std::fs::read_to_string(dir.join("client.json"))
+            .context("client summary missing (client failed?)")
+            .and_then(|s| serde_json::from_str(&s).context("client summary"))?,
+    );
+    if let Some(c) = &o.client {
+        o.warnings.extend(c.warnings.iter().map(|w| format!("client: {w}")));
+    }
+    o.records = read_records(&dir.join("requests.csv"))?;
+    let be_times = if has_be {
+        o.be = std::fs::read_to_string(dir.join("be.json")).ok().and_then(|s| serde_json::from_str(&s).ok());
+        match read_times(&dir.join("be-iterations.csv")) {
+            Ok(t) => t,
+            Err(e) => {
+                o.warnings.push(format!("BE iterations: {e:#}"));
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let be_actual = o.be_start_ns.unwrap_or(be_start);
+    compute_figures(p, o, &be_times, has_be, be_actual);
+    say(&format!(
+        "done: LC mean {:.2} -> {:.2} ms (x{}), p99 {:.2} -> {:.2} ms (x{}){}{}",
+        o.before.mean_us / 1000.0,
+        o.after.mean_us / 1000.0,
+        fmt_opt(o.mean_ratio),
+        o.before.p99_us / 1000.0,
+        o.after.p99_us / 1000.0,
+        fmt_opt(o.p99_ratio),
+        o.be_iters_per_s.map(|b| format!(", BE {b:.1} it/s")).unwrap_or_default(),
+        o.trace_be.as_ref().map(|t| format!(", inversion {:.4}% of CPU", 100.0 * t.inversion_frac)).unwrap_or_default()
+    ));
+    Ok(())
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
+}
+
+/// Before/after figures and per-window series from the raw records.
+pub fn compute_figures(p: &RunParams, o: &mut RunOutcome, be_times: &[u64], has_be: bool, be_start_actual: u64) {
+    let t0 = o.t0_ns;
+    let be_phase = t0 + secs_ns(p.lc_alone_secs);
+    let before = (t0 + secs_ns(p.warmup_secs), be_phase);
+    let after = (be_start_actual.max(be_phase) + secs_ns(p.settle_secs), o.send_end_ns);
+    let mut hb = LatencyHist::new();
+    let mut ha = LatencyHist::new();
+    let mut served_ns_before: u128 = 0;
+    let mut hall = LatencyHist::new();
+    let mut burn: Vec<f64> = Vec::new();
+    for r in &o.records {
+        if r.intended_ns >= before.0 && r.intended_ns < o.send_end_ns {
+            hall.record_ns(r.latency_ns());
+        }
+        if r.intended_ns >= before.0 && r.intended_ns < before.1 {
+            hb.record_ns(r.latency_ns());
+            served_ns_before += r.service_ns as u128;
+            if r.service_ns > 0 && r.cpu_ns > 0 {
+                burn.push(r.cpu_ns as f64 / r.service_ns as f64);
+            }
+        } else if r.intended_ns >= after.0 && r.intended_ns < after.1 {
+            ha.record_ns(r.latency_ns());
+        }
+    }
+    o.before = hb.summary();
+    o.after = ha.summary();
+    o.overall = hall.summary();
+    burn.sort_by(|a, b| a.total_cmp(b));
+    o.burn_cpu_ratio = crate::stats::median_sorted(&burn);
+    let svc_us = p.service.mean_us();
+    if o.before.count > 0 && o.before.mean_us > 20.0 * svc_us {
+        o.warnings.push(format!(
+            "LC overloaded before BE started: mean latency {:.1} ms is over 20x the {:.1} ms service time \
+             (burn CPU ratio {:.2}); lower --util or lengthen --service",
+            o.before.mean_us / 1000.0,
+            svc_us / 1000.0,
+            o.burn_cpu_ratio.unwrap_or(f64::NAN)
+        ));
+    }
+    o.mean_ratio = ratio(o.after.mean_us, o.before.mean_us);
+    o.p99_ratio = ratio(o.after.p99_us, o.before.p99_us);
+    let bw = before.1.saturating_sub(before.0);
+    o.achieved_util_before = if bw > 0 { Some(served_ns_before as f64 / (bw as f64 * p.ncpus.max(1) as f64)) } else { None };
+    if has_be && after.1 > after.0 {
+        let n = be_times.iter().filter(|&&t| t >= after.0 && t < after.1).count();
+        o.be_iters_per_s = Some(n as f64 / ((after.1 - after.0) as f64 / 1e9));
+    }
+    // windows, up to the last record / BE iteration
+    let width = secs_ns(p.window_secs).max(1_000_000);
+    let last = o.records.iter().map(|r| r.intended_ns).max().unwrap_or(o.send_end_ns).max(be_times.last().copied().unwrap_or(0)).max(o.send_end_ns);
+    let n = (window_index(last, t0, width).unwrap_or(0) + 1).min(1_000_000);
+    let mut hs: Vec<LatencyHist> = (0..n).map(|_| LatencyHist::new()).collect();
+    let mut lag = vec![0u64; n];
+    let mut be_n = vec![0u64; n];
+    for r in &o.records {
+        if let Some(i) = window_index(r.intended_ns, t0, width).filter(|&i| i < n) {
+            hs[i].record_ns(r.latency_ns());
+            lag[i] = lag[i].max(r.lag_ns());
+        }
+    }
+    for &t in be_times {
+        if let Some(i) = window_index(t, t0, width).filter(|&i| i < n) {
+            be_n[i] += 1;
+        }
+    }
+    o.windows = (0..n)
+        .map(|i| {
+            let ws = t0 + i as u64 * width;
+            let phase = if ws < be_phase {
+                "lc"
+            } else if ws < o.send_end_ns {
+                if has_be { "lc+be" } else { "lc2" }
+            } else {
+                "drain"
+            };
+            Window { t_s: (i as u64 * width) as f64 / 1e9, phase: phase.into(), lc: hs[i].summary(), be_iters: be_n[i], lag_max_us: lag[i] as f64 / 1000.0 }
+        })
+        .collect();
+}
+
+/// Small parameters for unit tests.
+#[cfg(test)]
+pub fn tests_params() -> RunParams {
+        RunParams {
+            experiment: "srv-bg".into(),
+            util: 0.5,
+            service: ServiceDist::Fixed(1000.0),
+            conns: 2,
+            lc_alone_secs: 2.0,
+            be_secs: 2.0,
+            tail_secs: 0.0,
+            warmup_secs: 0.5,
+            settle_secs: 0.5,
+            with_be: true,
+            be_threads: 1,
+            be_src: "8x8".into(),
+            be_dst: "4x4".into(),
+            be_simd: "auto".into(),
+            trace: TraceMode::Off,
+            cpus: None,
+            ncpus: 1,
+            client_cpus: None,
+            client_rt_prio: 0,
+            lc_fifo_prio: 10,
+            tracer_rt_prio: 0,
+            transport: "unix".into(),
+            iters_per_us: 1.0,
+            drain_timeout_secs: 1.0,
+            window_secs: 1.0,
+            progress_secs: 0.0,
+            base_seed: 1,
+            exe: PathBuf::new(),
+            exe_prefix: vec![],
+            schedbe_bin: None,
+            schedbe_args: vec![],
+            tracer_cmd: vec![],
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_from_records() {
+        let p = tests_params();
+        let t0 = 1_000_000_000_000u64;
+        let mut o = RunOutcome { t0_ns: t0, send_end_ns: t0 + 4_000_000_000, ..Default::default() };
+        // 1 request every 10 ms; latency 1 ms before BE, 2 ms after.
+        for k in 0..400u64 {
+            let t = t0 + k * 10_000_000;
+            let lat = if t < t0 + 2_000_000_000 { 1_000_000 } else { 2_000_000 };
+            o.records.push(Record { conn: 0, id: k, intended_ns: t, send_ns: t + 1000, recv_ns: t + lat, service_ns: 1_000_000, ..Default::default() });
+        }
+        let be: Vec<u64> = (0..100u64).map(|k| t0 + 2_000_000_000 + k * 20_000_000).collect();
+        compute_figures(&p, &mut o, &be, true, t0 + 2_000_000_000);
+        assert_eq!(o.before.count, 150);
+        assert_eq!(o.after.count, 150);
+        assert!((o.mean_ratio.unwrap() - 2.0).abs() < 1e-9);
+        assert!((o.be_iters_per_s.unwrap() - 50.0).abs() < 1e-9);
+        // 1 ms of demand every 10 ms on 1 CPU
+        assert!((o.achieved_util_before.unwrap() - 0.1).abs() < 1e-9);
+        assert_eq!(o.windows.len(), 5);
+        assert_eq!(o.windows[0].phase, "lc");
+        assert_eq!(o.windows[2].phase, "lc+be");
+        assert_eq!(o.windows[2].be_iters, 50);
+        assert_eq!(o.windows[0].lc.count, 100);
+        assert_eq!(o.windows[4].phase, "drain");
+        assert!((o.windows[1].lag_max_us - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn trace_modes() {
+        assert_eq!("both".parse::<TraceMode>().unwrap(), TraceMode::Both);
+        assert!("x".parse::<TraceMode>().is_err());
+    }
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Figures for a `schedbe bench` output directory, laid out like the papers'.
+
+    python3 scripts/plot.py DIR        (DIR holds bench.json)
+
+Writes into DIR and prints each PNG's file name on its own line:
+  <exp>-<config>.png     per configuration: LC latency over time (mean and p99
+                         per window) on top, BE iterations per window below, for
+                         the repetition whose mean ratio is the median one;
+                         dashed line = BE start, dotted = client stops sending
+  <exp>-timelines.png    the same for all configurations side by side (shared
+                         latency axis)
+  <exp>-cmp.png          bars: LC mean and p99 before/after BE starts (median,
+                         whiskers = min-max over repetitions), and the tracer's
+                         inversion time
+  weight-sweep-ratio.png (weight-sweep only) mean and p99 ratio vs LC weight
+Needs matplotlib (Debian: python3-matplotlib).
+"""
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(d):
+    with open(os.path.join(d, "bench.json")) as f:
+        return json.load(f)
+
+
+def representative(runs):
+    """The successful run whose mean ratio is the median (ties: first)."""
+    ok = [r for r in runs if r.get("ok") and r.get("windows")]
+    if not ok:
+        return None
+    keyed = sorted(ok, key=lambda r: (r.get("mean_ratio") is None, r.get("mean_ratio") or 0.0))
+    return keyed[(len(keyed) - 1) // 2]
+
+
+def series(run):
+    w = run["windows"]
+    t = [x["t_s"] for x in w]
+    mean = [x["lc"]["mean_us"] / 1000.0 if x["lc"]["count"] else math.nan for x in w]
+    p99 = [x["lc"]["p99_us"] / 1000.0 if x["lc"]["count"] else math.nan for x in w]
+    be = [x["be_iters"] for x in w]
+    return t, mean, p99, be
+
+
+def marks(run):
+    t0 = run["t0_ns"]
+    be = (run["be_start_ns"] - t0) / 1e9 if run.get("be_start_ns") else None
+    end = (run["send_end_ns"] - t0) / 1e9 if run.get("send_end_ns") else None
+    return be, end
+
+
+def finite_max(v):
+    v = [x for x in v if x is not None and not math.isnan(x)]
+    return max(v) if v else 1.0
+
+
+def draw_timeline(ax_lat, ax_be, run, width, ylim=None, logy=False, with_be=True):
+    t, mean, p99, be = series(run)
+    mid = [x + width / 2 for x in t]
+    ax_lat.plot(mid, p99, color="tab:red", lw=1.2, label="p99")
+    ax_lat.plot(mid, mean, color="tab:blue", lw=1.4, label="mean")
+    bs, end = marks(run)
+    for a in (ax_lat, ax_be):
+        if bs is not None:
+            a.axvline(bs, color="k", ls="--", lw=0.8)
+        if end is not None:
+            a.axvline(end, color="grey", ls=":", lw=0.8)
+    if logy:
+        ax_lat.set_yscale("log")
+    if ylim:
+        ax_lat.set_ylim(*ylim)
+    else:
+        ax_lat.set_ylim(bottom=0 if not logy else None)
+    ax_lat.grid(alpha=0.3)
+    if with_be:
+        ax_be.bar(t, be, width=width, align="edge", color="tab:green", alpha=0.8)
+    ax_be.set_ylabel("BE it/window" if width != 1.0 else "BE it/s")
+    ax_be.grid(alpha=0.3)
+    ax_be.set_xlabel("time (s)")
+
+
+def label_of(d, name):
+    for n, desc in d.get("configs", []):
+        if n == name:
+            return desc
+    return ""
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    d = sys.argv[1]
+    data = load(d)
+    exp = data["params"]["experiment"]
+    width = data["params"].get("window_secs", 1.0)
+    with_be = data["params"].get("with_be", True)
+    util = data["params"].get("util", 0)
+    names = [n for n, _ in data.get("configs", [])]
+    runs = data.get("runs", [])
+    reps = {n: representative([r for r in runs if r["config"] == n]) for n in names}
+    reps = {n: r for n, r in reps.items() if r is not None}
+    out = []
+
+    # a shared latency scale for the side-by-side view
+    top = 0.0
+    lo = math.inf
+    for r in reps.values():
+        _, mean, p99, _ = series(r)
+        top = max(top, finite_max(p99))
+        lo = min([lo] + [x for x in mean if x and not math.isnan(x) and x > 0])
+    logy = exp == "overload" or (lo < math.inf and lo > 0 and top / lo > 200)
+
+    for n, r in reps.items():
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+        draw_timeline(a1, a2, r, width, logy=logy, with_be=with_be)
+        a1.set_ylabel("LC latency (ms)")
+        a1.legend(loc="upper left", fontsize=8)
+        ratio = r.get("mean_ratio")
+        a1.set_title(
+            f"{exp} {n} ({label_of(data, n)}), {util:.0%} load, rep {r['rep'] + 1}"
+            + (f", mean x{ratio:.2f}" if ratio else ""),
+            fontsize=9,
+        )
+        fig.tight_layout()
+        f = f"{exp}-{n}.png"
+        fig.savefig(os.path.join(d, f), dpi=110)
+        plt.close(fig)
+        out.append(f)
+
+    if reps:
+        k = len(reps)
+        fig, axes = plt.subplots(2, k, figsize=(3.6 * k + 0.6, 4.8), sharex=True, squeeze=False,
+                                 gridspec_kw={"height_ratios": [2, 1]})
+        ylim = None if logy else (0, top * 1.05 if top > 0 else 1)
+        be_top = max([max([x["be_iters"] for x in r["windows"]] + [1]) for r in reps.values()])
+        for i, (n, r) in enumerate(reps.items()):
+            draw_timeline(axes[0][i], axes[1][i], r, width, ylim=ylim, logy=logy, with_be=with_be)
+            axes[1][i].set_ylim(0, be_top * 1.05)
+            axes[0][i].set_title(n, fontsize=10)
+            if i == 0:
+                axes[0][i].set_ylabel("LC latency (ms)")
+                axes[0][i].legend(loc="upper left", fontsize=8)
+        fig.suptitle(f"{exp}: LC latency per {width:g} s window (mean, p99) and BE throughput; "
+                     f"dashed = BE start, {util:.0%} load", fontsize=9)
+        fig.tight_layout()
+        f = f"{exp}-timelines.png"
+        fig.savefig(os.path.join(d, f), dpi=110)
+        plt.close(fig)
+        out.append(f)
+
+    aggs = [a for a in data.get("aggregates", []) if a.get("runs_ok")]
+    if aggs:
+        def med(a, key):
+            s = a.get(key)
+            return (s["median"], s["median"] - s["min"], s["max"] - s["median"]) if s else (math.nan, 0, 0)
+
+        has_inv = any(a.get("inversion_pct") for a in aggs)
+        ncols = 3 if has_inv else 2
+        fig, axes = plt.subplots(1, ncols, figsize=(4.2 * ncols, 3.8))
+        x = list(range(len(aggs)))
+        bw = 0.38
+        labels = [a["config"] for a in aggs]
+        for ax, (kb, ka, title) in zip(axes, [("mean_before_ms", "mean_after_ms", "LC mean latency (ms)"),
+                                              ("p99_before_ms", "p99_after_ms", "LC p99 latency (ms)")]):
+            b = [med(a, kb) for a in aggs]
+            af = [med(a, ka) for a in aggs]
+            ax.bar([i - bw / 2 for i in x], [v[0] for v in b], bw, yerr=[[v[1] for v in b], [v[2] for v in b]],
+                   capsize=3, color="tab:blue", label="LC alone" if with_be else "phase 1")
+            ax.bar([i + bw / 2 for i in x], [v[0] for v in af], bw, yerr=[[v[1] for v in af], [v[2] for v in af]],
+                   capsize=3, color="tab:orange", label="with BE" if with_be else "phase 2")
+            for i, a in enumerate(aggs):
+                key = "mean_ratio" if kb.startswith("mean") else "p99_ratio"
+                s = a.get(key)
+                if s:
+                    ax.annotate(f"x{s['median']:.2f}", (i, max(b[i][0] + b[i][2], af[i][0] + af[i][2])),
+                                ha="center", va="bottom", fontsize=8)
+            ax.set_xticks(x)
+            ax.set_xticklabels(labels, rotation=20, fontsize=8)
+            ax.set_title(title, fontsize=10)
+            ax.grid(axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+        if has_inv:
+            ax = axes[2]
+            v = [med(a, "inversion_pct") for a in aggs]
+            ax.bar(x, [t[0] for t in v], 0.6, yerr=[[t[1] for t in v], [t[2] for t in v]], capsize=3, color="tab:purple")
+            ax.set_xticks(x)
+            ax.set_xticklabels(labels, rotation=20, fontsize=8)
+            ax.set_title("inversion: BE runs while LC waits\n(% of CPU time, tracer, BE phase)", fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+        reps_n = max(a["runs_ok"] for a in aggs)
+        fig.suptitle(f"{exp}, {util:.0%} load: median over {reps_n} repetition(s), whiskers min-max", fontsize=9)
+        fig.tight_layout()
+        f = f"{exp}-cmp.png"
+        fig.savefig(os.path.join(d, f), dpi=110)
+        plt.close(fig)
+        out.append(f)
+
+    if exp == "weight-sweep":
+        pts = []
+        for a in aggs:
+            c = a["config"]
+            w = 10000 if c == "weights" else (int(c.split("-", 1)[1]) if c.startswith("weights-") else None)
+            if w and a.get("mean_ratio"):
+                pts.append((w, a))
+        if pts:
+            pts.sort(key=lambda p: p[0])
+            fig, ax = plt.subplots(figsize=(5.5, 3.8))
+            for key, color, lab in [("mean_ratio", "tab:blue", "mean"), ("p99_ratio", "tab:red", "p99")]:
+                xs = [p[0] for p in pts if p[1].get(key)]
+                s = [p[1][key] for p in pts if p[1].get(key)]
+                ax.errorbar(xs, [v["median"] for v in s],
+                            yerr=[[v["median"] - v["min"] for v in s], [v["max"] - v["median"] for v in s]],
+                            marker="o", capsize=3, color=color, label=f"{lab} latency ratio (with BE / alone)")
+            ax.set_xscale("log")
+            ax.axhline(1.0, color="k", lw=0.7)
+            ax.set_xlabel("LC cgroup cpu.weight (BE weight 1)")
+            ax.set_ylabel("after / before")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+            ax.set_title(f"weight sweep, {util:.0%} load", fontsize=10)
+            fig.tight_layout()
+            f = "weight-sweep-ratio.png"
+            fig.savefig(os.path.join(d, f), dpi=110)
+            plt.close(fig)
+            out.append(f)
+
+    for f in out:
+        print(f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

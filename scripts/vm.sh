@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Run a command in a virtme-ng guest booted with the cached sched_ext kernel.
+#
+#   scripts/vm.sh [--cpus N] [--mem SIZE] [--timeout SECS] [--rwdir DIR]...
+#                 [--allow-console REGEX] -- CMD [ARGS...]
+#   scripts/vm.sh --shell [--cpus N] [--mem SIZE]     (interactive guest shell)
+#
+# CMD with ARGS is executed as an argument vector; a single CMD argument is a shell
+# command line (`scripts/vm.sh -- 'make foo && ./bar'`). The guest shares the host's
+# root file system read-only (writes to /etc, /usr, /var, /tmp, /home, /opt stay in
+# the guest), runs as root in the current directory, and can write to
+# results/tmp/ of this project plus any --rwdir.
+#
+# Exit status: CMD's. When the guest console shows a kernel error (BUG:, WARNING:,
+# Oops, a panic, "runnable task stall", a sched_ext error exit; patterns in
+# scripts/console-errors.ere, clocksource watchdog noise excepted) the run fails
+# (status 1 if CMD succeeded) and the offending lines are printed with the console
+# log's path. A guest that never reports CMD's status (crash, hang) fails too, with
+# 124 on timeout.
+#
+# CMD's stdout and stderr come through live on vm.sh's stdout and stderr. The guest
+# console, vm.sh's own record and CMD's output are kept under
+# results/tmp/vm/<run>/ (the last 20 runs are kept).
+#
+# Environment:
+#   SCHEDBE_VM_KVM=1     use KVM instead of software emulation (TCG); nested KVM is
+#                        broken on the dev/CI machines, so TCG is the default.
+#   SCHEDBE_VM_NATIVE=1  run CMD natively (default when the host kernel itself has
+#                        sched_ext, i.e. /sys/kernel/sched_ext exists);
+#                        SCHEDBE_VM_NATIVE=0 forces the VM. Natively, new kernel log
+#                        lines (dmesg) are checked instead of the console.
+#   SCHEDBE_VM_UDEV=1    let the guest run udev (slower boot; only needed for an
+#                        interactive console). By default udevd is hidden from the
+#                        guest in a private mount namespace, which saves ~10 s a boot.
+#   SCHEDBE_*, RUST_BACKTRACE, RUST_LOG, PATH are passed into the guest.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=vm.sh
+die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+cpus=4 mem=2G timeout=1800 allow= rwdirs=() shell=0
+while (($#)); do
+    case $1 in
+        --cpus) cpus=${2:?}; shift 2 ;;
+        --cpus=*) cpus=${1#*=}; shift ;;
+        --mem|--memory) mem=${2:?}; shift 2 ;;
+        --mem=*|--memory=*) mem=${1#*=}; shift ;;
+        --timeout) timeout=${2:?}; shift 2 ;;
+        --timeout=*) timeout=${1#*=}; shift ;;
+        --rwdir) rwdirs+=("$(realpath -m "${2:?}")"); shift 2 ;;
+        --rwdir=*) rwdirs+=("$(realpath -m "${1#*=}")"); shift ;;
+        --allow-console) allow=${2:?}; shift 2 ;;
+        --allow-console=*) allow=${1#*=}; shift ;;
+        --shell) shell=1; shift ;;
+        -h|--help) usage ;;
+        --) shift; break ;;
+        *) break ;;
+    esac
+done
+(($#)) || ((shell)) || usage
+[[ $cpus =~ ^[0-9]+$ && $timeout =~ ^[0-9]+$ ]] || die "--cpus and --timeout take numbers"
+
+# The command as a shell line for the guest script.
+cmdline=
+if (($# == 1)); then cmdline=$1; elif (($#)); then cmdline=$(printf '%q ' "$@"); fi
+
+RESULTS=$ROOT/results/tmp
+RUNS=$RESULTS/vm
+mkdir -p "$RUNS"
+run=$RUNS/$(date +%Y%m%d-%H%M%S).$$
+mkdir -p "$run"
+# keep the last 20 runs
+ls -1d "$RUNS"/*/ 2>/dev/null | sort | head -n -20 | xargs -r rm -rf
+
+scan_log() { # $1 = log file; prints offending lines ("N: text"), most relevant first
+    local pats=$ROOT/scripts/console-errors.ere ign=$ROOT/scripts/console-ignore.ere
+    tr -d '\r' <"$1" | grep -naE -f "$pats" | grep -vE -f "$ign" \
+        | { if [[ -n $allow ]]; then grep -vE -- "$allow"; else cat; fi; } | head -n 20 || true
+}
+report_console() { # $1 = log file, $2 = offending lines; names the test running then
+    local first
+    printf '%s: FAIL: the kernel log shows errors (full log: %s):\n' "$PROG" "$1" >&2
+    printf '%s\n' "$2" | sed 's/^/    /' >&2
+    first=${2%%:*}
+    # tests write "schedbe-test: BEGIN <name>" into the kernel log
+    local marker
+    marker=$(head -n "$first" "$1" | tr -d '\r' | grep -aoE 'schedbe-test: BEGIN .*' | tail -n 1 || true)
+    [[ -n $marker ]] && printf '%s: the first error came during: %s\n' "$PROG" "${marker#schedbe-test: BEGIN }" >&2
+    return 0
+}
+
+# ---------------------------------------------------------------- native mode
+native=${SCHEDBE_VM_NATIVE:-auto}
+if [[ $native == auto ]]; then
+    [[ -d /sys/kernel/sched_ext ]] && native=1 || native=0
+fi
+if [[ $native == 1 ]]; then
+    [[ -d /sys/kernel/sched_ext ]] || die "SCHEDBE_VM_NATIVE=1 but this kernel has no sched_ext"
+    printf '%s: host kernel has sched_ext: running natively\n' "$PROG" >&2
+    ((shell)) && exec "${SHELL:-/bin/bash}"
+    before=$(dmesg 2>/dev/null | wc -l) || before=
+    export SCHEDBE_VM_RUN=$run SCHEDBE_IN_VM=0
+    rc=0
+    timeout -k 15 "$timeout" bash -c "$cmdline" || rc=$?
+    ((rc == 124)) && printf '%s: FAIL: timed out after %ss\n' "$PROG" "$timeout" >&2
+    if [[ -n $before ]]; then
+        dmesg | tail -n +"$((before + 1))" >"$run/dmesg.log" || true
+        errs=$(scan_log "$run/dmesg.log")
+        if [[ -n $errs ]]; then report_console "$run/dmesg.log" "$errs"; ((rc)) || rc=1; fi
+    else
+        printf '%s: cannot read dmesg; kernel log not checked\n' "$PROG" >&2
+    fi
+    exit "$rc"
+fi
+
+# ---------------------------------------------------------------- the guest
+VENV=/opt/schedbe-venv
+export PATH=$VENV/bin:$PATH
+command -v vng >/dev/null && command -v qemu-system-x86_64 >/dev/null \
+    || die "virtme-ng or qemu missing: run 'sudo scripts/setup.sh' (or make setup)"
+
+K=$ROOT/.cache/kernel/current
+if [[ ! -e $K/vmlinuz || ! -s $K/release ]]; then
+    printf '%s: no cached kernel, fetching one\n' "$PROG" >&2
+    K=$("$ROOT/scripts/fetch-kernel.sh") || die "cannot fetch a sched_ext kernel"
+fi
+K=$(readlink -f "$K")
+REL=$(cat "$K/release")
+# libbpf reads the running kernel's config from /boot/config-<release>; the guest
+# sees the host's /boot.
+if ! cmp -s "$K/config" "/boot/config-$REL" 2>/dev/null; then
+    if [[ -w /boot ]]; then cp "$K/config" "/boot/config-$REL"
+    else printf '%s: warning: cannot write /boot/config-%s (not root?); libbpf may fail in the guest\n' "$PROG" "$REL" >&2
+    fi
+fi
+
+if ((shell)); then
+    [[ -t 0 ]] || die "--shell needs a terminal"
+    args=(-r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
+    [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || args+=(--disable-kvm)
+    exec vng "${args[@]}"
+fi
+
+# The guest script: runs CMD with output into files of the shared run directory
+# (streamed to the host below) and records CMD's exit status there. This does not
+# depend on virtme's virtio-serial ports, which need udev in the guest.
+{
+    echo '#!/bin/bash'
+    echo "# generated by scripts/vm.sh"
+    for v in PATH LANG LC_ALL TERM RUST_BACKTRACE RUST_LOG $(compgen -e | grep '^SCHEDBE_' || true); do
+        [[ -n ${!v+x} ]] && printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    printf 'export SCHEDBE_IN_VM=1 SCHEDBE_VM_RUN=%q PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1\n' "$run"
+    printf 'cd %q || exit 1\n' "$PWD"
+    printf 'exec </dev/null >>%q 2>>%q\n' "$run/stdout" "$run/stderr"
+    echo 'echo "schedbe-vm: starting the command" >/dev/kmsg 2>/dev/null'
+    printf '(\n%s\n)\n' "$cmdline"
+    echo 'rc=$?'
+    echo 'echo "schedbe-vm: the command exited with $rc" >/dev/kmsg 2>/dev/null'
+    printf 'echo $rc >%q.tmp && mv %q.tmp %q\n' "$run/status" "$run/status" "$run/status"
+    echo 'sync'
+} >"$run/guest.sh"
+chmod +x "$run/guest.sh"
+: >"$run/stdout"; : >"$run/stderr"
+
+vng_args=(-v --force-9p -r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
+[[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || vng_args+=(--disable-kvm)
+[[ -n ${SCHEDBE_VM_QEMU_OPTS:-} ]] && vng_args+=(--qemu-opts="$SCHEDBE_VM_QEMU_OPTS")
+for d in "${rwdirs[@]}"; do
+    [[ $d == "$RESULTS" || $d == "$RESULTS"/* ]] && continue
+    mkdir -p "$d"; vng_args+=(--rwdir "$d")
+done
+
+launcher=()
+if [[ ${SCHEDBE_VM_UDEV:-0} != 1 && $(id -u) == 0 ]] && command -v unshare >/dev/null; then
+    # Hide systemd-udevd from the guest: a tmpfs over /usr/lib/systemd (and
+    # /lib/systemd when that is a separate directory) in a private mount namespace.
+    # virtme-ng-init then skips udev (~10 s of boot under TCG).
+    launcher=(unshare -m --propagation private sh -c '
+        for d in /usr/lib/systemd /lib/systemd; do
+            [ -e "$d/systemd-udevd" ] && mount -t tmpfs -o size=64k,mode=755 schedbe-noudev "$d"
+        done
+        exec "$@"' sh)
+fi
+
+printf '%s: booting %s (%s vCPUs, %s, %s), run dir %s\n' "$PROG" "$REL" "$cpus" "$mem" \
+    "$([[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && echo KVM || echo TCG)" "${run#"$ROOT"/}" >&2
+start=$(date +%s)
+"${launcher[@]}" timeout -k 20 "$timeout" vng "${vng_args[@]}" -- "bash $run/guest.sh" \
+    >"$run/console.log" 2>&1 </dev/null &
+vpid=$!
+trap 'kill -TERM $vpid 2>/dev/null; wait $vpid 2>/dev/null; exit 130' INT TERM
+tail --pid=$vpid -s 0.2 -n +1 -f "$run/stdout" &
+t1=$!
+tail --pid=$vpid -s 0.2 -n +1 -f "$run/stderr" >&2 &
+t2=$!
+vrc=0
+wait $vpid || vrc=$?
+wait $t1 $t2 2>/dev/null || true
+trap - INT TERM
+elapsed=$(($(date +%s) - start))
+
+if [[ -s $run/status ]]; then
+    rc=$(cat "$run/status")
+elif ((vrc == 124 || vrc == 137)); then
+    printf '%s: FAIL: timed out after %ss (console: %s)\n' "$PROG" "$timeout" "$run/console.log" >&2
+    rc=124
+else
+    printf '%s: FAIL: the guest stopped without reporting the command'"'"'s status (vng exit %s); console tail (%s):\n' \
+        "$PROG" "$vrc" "$run/console.log" >&2
+    tail -n 25 "$run/console.log" | tr -d '\r' | sed 's/^/    /' >&2
+    rc=1
+fi
+
+errs=$(scan_log "$run/console.log")
+if [[ -n $errs ]]; then
+    report_console "$run/console.log" "$errs"
+    ((rc)) || rc=1
+fi
+printf '%s: exit %s after %ss (console: %s)\n' "$PROG" "$rc" "$elapsed" "${run#"$ROOT"/}/console.log" >&2
+exit "$rc"

@@ -1,0 +1,81 @@
+"""pytest configuration for the schedbe suite.
+
+Markers:
+  vm      needs a kernel with sched_ext (runs in the VM: `make test-vm`)
+  cgroup  needs cgroup v2 with the cpu controller at /sys/fs/cgroup
+
+Outside the VM, tests whose requirements are missing are skipped. Inside it
+(SCHEDBE_REQUIRE_SCX=1, set by tests/run-vm-suite.sh) a missing requirement is a
+failure, so a broken testbed cannot pass silently.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import schedbe_testlib as tl  # noqa: E402
+
+REQUIRE = os.environ.get("SCHEDBE_REQUIRE_SCX") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "vm: needs a kernel with sched_ext (runs in the VM)")
+    config.addinivalue_line("markers", "cgroup: needs cgroup v2 with the cpu controller")
+
+
+def _cgroup_ok():
+    try:
+        return "cpu" in (tl.CGROOT / "cgroup.controllers").read_text().split() and os.geteuid() == 0
+    except OSError:
+        return False
+
+
+def _missing(item):
+    if item.get_closest_marker("vm") and not tl.scx_available():
+        return "this kernel has no sched_ext (run it in the VM: make test-vm)"
+    if (item.get_closest_marker("vm") or item.get_closest_marker("cgroup")) and not _cgroup_ok():
+        return "needs root and cgroup v2 with the cpu controller"
+    return None
+
+
+def pytest_runtest_setup(item):
+    why = _missing(item)
+    if why:
+        if REQUIRE:
+            pytest.fail(f"testbed broken: {why}")
+        pytest.skip(why)
+    if not tl.SCHEDBE.exists():
+        pytest.fail(f"{tl.SCHEDBE} not built (make build)")
+
+
+@pytest.fixture(autouse=True)
+def kernel_log_guard(request):
+    """Marks each test in the kernel log, fails it when the kernel logs an error
+    (BUG/WARNING/stall/sched_ext error exit) while it runs, and makes sure it
+    leaves no scheduler loaded and no test cgroups behind."""
+    name = request.node.nodeid
+    vm = request.node.get_closest_marker("vm") is not None and tl.scx_available()
+    if vm and tl.scx_state() != "disabled":
+        pytest.fail(f"a sched_ext scheduler is loaded before the test: {tl.scx_ops()!r}")
+    tl.kmsg(f"BEGIN {name}")
+    reader = tl.KmsgReader()
+    yield
+    errs = reader.errors()
+    reader.close()
+    tl.kmsg(f"END {name}")
+    problems = []
+    if vm and tl.scx_state() != "disabled":
+        problems.append(f"test left a scheduler loaded ({tl.scx_ops()!r})")
+    if tl.cg_path(tl.TEST_CG).exists():
+        try:
+            tl.cg_remove_tree(tl.TEST_CG)
+        except OSError as e:
+            problems.append(f"cannot remove test cgroups: {e}")
+    if errs:
+        problems.append("kernel log errors during the test:\n  " + "\n  ".join(errs[:20]))
+    if problems:
+        pytest.fail("; ".join(problems), pytrace=False)

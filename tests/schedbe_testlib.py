@@ -1,0 +1,458 @@
+"""Helpers for the schedbe test suite: cgroups, workloads, CPU-time probes, the
+scheduler and the tracer as subprocesses.
+
+Everything measures behaviour from the kernel's own accounting (/proc/PID/schedstat,
+cgroup cpu.stat) or from the independent tracer, never from the scheduler's stats.
+"""
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEDBE = Path(os.environ.get("SCHEDBE_BIN", ROOT / "target" / "release" / "schedbe"))
+# Guest writes reach the host only under results/tmp (scripts/vm.sh shares it rw).
+RESULTS = Path(os.environ.get("SCHEDBE_TEST_RESULTS", ROOT / "results" / "tmp" / "tests"))
+CGROOT = Path("/sys/fs/cgroup")
+TEST_CG = "schedbe-test"
+SCX = Path("/sys/kernel/sched_ext")
+BUSY_LOOP = ["/bin/sh", "-c", "while :; do :; done"]
+NR_CPUS = os.cpu_count() or 1
+
+
+def results_dir():
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    return RESULTS
+
+
+def log(msg):
+    """Print (pytest shows it for failing tests) and append to results/tmp/tests/log.txt
+    (the measurements of passing tests too)."""
+    line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+    print(line, flush=True)
+    with contextlib.suppress(OSError):
+        with open(results_dir() / "log.txt", "a") as f:
+            f.write(line + "\n")
+
+
+def kmsg(msg):
+    """Write a marker into the kernel log (the console), best effort."""
+    try:
+        with open("/dev/kmsg", "w") as f:
+            f.write(f"schedbe-test: {msg}\n")
+    except OSError:
+        pass
+
+
+def wait_for(pred, timeout, interval=0.05, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def sleep_until(t):
+    d = t - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+
+
+# ------------------------------------------------------------------ sched_ext state
+
+def scx_available():
+    return (SCX / "state").exists()
+
+
+def scx_state():
+    try:
+        return (SCX / "state").read_text().strip()
+    except FileNotFoundError:
+        return None
+
+
+def scx_ops():
+    try:
+        return (SCX / "root" / "ops").read_text().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def scx_enable_seq():
+    try:
+        return int((SCX / "enable_seq").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------ kernel log
+
+_ERR_RES = None
+
+
+def console_error_res():
+    global _ERR_RES
+    if _ERR_RES is None:
+        pats = (ROOT / "scripts" / "console-errors.ere").read_text().splitlines()
+        ign = (ROOT / "scripts" / "console-ignore.ere").read_text().splitlines()
+        _ERR_RES = ([re.compile(p) for p in pats if p], [re.compile(p) for p in ign if p])
+    return _ERR_RES
+
+
+class KmsgReader:
+    """Reads kernel log records written after construction (from /dev/kmsg)."""
+
+    def __init__(self):
+        try:
+            self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+        except OSError:
+            self.fd = None
+
+    def read_new(self):
+        out = []
+        if self.fd is None:
+            return out
+        while True:
+            try:
+                rec = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:  # overrun: records were lost, keep going
+                continue
+            if not rec:
+                break
+            text = rec.decode(errors="replace")
+            msg = text.split(";", 1)[1] if ";" in text else text
+            out.append(msg.splitlines()[0] if msg else "")
+        return out
+
+    def errors(self):
+        errs, ign = console_error_res()
+        bad = []
+        for line in self.read_new():
+            if any(r.search(line) for r in errs) and not any(r.search(line) for r in ign):
+                bad.append(line)
+        return bad
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+# ------------------------------------------------------------------ cgroups
+
+def cg_path(rel):
+    return CGROOT / rel
+
+
+def cg_write(rel, name, value):
+    (cg_path(rel) / name).write_text(f"{value}\n")
+
+
+def cg_read(rel, name):
+    return (cg_path(rel) / name).read_text().strip()
+
+
+def cg_create(rel, **files):
+    """Create cgroup `rel` and missing parents, enabling the cpu controller on the
+    way down so every level has cpu.* files; then write the given interface files
+    (cpu_weight=100 -> cpu.weight)."""
+    parts = [p for p in rel.split("/") if p]
+    for i in range(len(parts)):
+        ctl = cg_path("/".join(parts[:i])) / "cgroup.subtree_control"
+        if "cpu" not in ctl.read_text().split():
+            ctl.write_text("+cpu\n")
+        cg_path("/".join(parts[:i + 1])).mkdir(exist_ok=True)
+    for k, v in files.items():
+        cg_write(rel, k.replace("_", ".", 1), v)
+    return rel
+
+
+def cg_usage_usec(rel):
+    for line in cg_read(rel, "cpu.stat").splitlines():
+        k, v = line.split()
+        if k == "usage_usec":
+            return int(v)
+    raise KeyError("usage_usec")
+
+
+def cg_procs(rel):
+    return [int(x) for x in cg_read(rel, "cgroup.procs").split()]
+
+
+def cg_move(pid, rel):
+    cg_write(rel, "cgroup.procs", pid)
+
+
+def cg_remove_tree(rel, timeout=10):
+    """Kill everything in cgroup `rel` and its descendants and remove them."""
+    top = cg_path(rel)
+    if not top.exists():
+        return
+    kill = top / "cgroup.kill"
+    if kill.exists():
+        kill.write_text("1\n")
+    dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+    dirs.append(top)
+    deadline = time.monotonic() + timeout
+    for d in dirs:
+        while True:
+            try:
+                d.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                if (d / "cgroup.kill").exists():
+                    (d / "cgroup.kill").write_text("1\n")
+                time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ processes
+
+def cpu_ns(pid):
+    """CPU time of a process (all its threads) in ns, from the kernel's accounting."""
+    total = 0
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((t / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+    return total
+
+
+def proc_state(pid):
+    """Single-letter state of a process, or None when it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
+def spawn(argv, cgroup=None, cpus=None, policy=None, nice=None, stdout=None, stderr=None,
+          env=None, cwd="/tmp"):
+    """Start argv as SCHED_OTHER in its own session, optionally in a cgroup (joined
+    before exec, so it and everything it forks never run outside it).
+
+    `cpus` and `policy` are applied right after exec, to that process only: a task
+    that is BE (or pinned next to an LC hog) before its exec could take many
+    starvation-guard periods just to finish exec'ing."""
+    procs_file = str(cg_path(cgroup) / "cgroup.procs") if cgroup is not None else None
+
+    def pre():
+        os.setsid()
+        if procs_file:
+            with open(procs_file, "w") as f:
+                f.write(str(os.getpid()))
+        os.sched_setaffinity(0, range(NR_CPUS))
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        if nice is not None:
+            os.nice(nice)
+
+    p = subprocess.Popen(argv, preexec_fn=pre, stdin=subprocess.DEVNULL,
+                         stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                         stderr=stderr if stderr is not None else subprocess.DEVNULL,
+                         env=env, cwd=cwd)
+    # Popen returns once the exec succeeded
+    if cpus is not None:
+        os.sched_setaffinity(p.pid, cpus)
+    if policy is not None:
+        os.sched_setscheduler(p.pid, policy, os.sched_param(0))
+    return p
+
+
+def kill_proc(p, sig=signal.SIGKILL, timeout=20):
+    """Kill a process group. Its leader is unpinned first: a starving BE task pinned
+    next to an LC hog would otherwise exit only as fast as guard slices allow."""
+    if p.poll() is None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(p.pid, range(NR_CPUS))
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout)
+
+
+def children(pid):
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
+def find_proc(pid, comm, timeout=10):
+    """`pid` or its first descendant whose comm is `comm` (e.g. the command a
+    wrapper such as `schedbe exec` starts)."""
+    def look():
+        todo = [pid]
+        while todo:
+            p = todo.pop(0)
+            try:
+                if Path(f"/proc/{p}/comm").read_text().strip() == comm:
+                    return p
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            todo += children(p)
+        return None
+    return wait_for(look, timeout, what=f"a {comm} process under {pid}")
+
+
+def share(pid, window, t0=None):
+    """Fraction of one CPU that `pid` used in a window of `window` seconds."""
+    a = cpu_ns(pid)
+    s = time.monotonic()
+    time.sleep(window)
+    b = cpu_ns(pid)
+    return (b - a) / ((time.monotonic() - s) * 1e9)
+
+
+# ------------------------------------------------------------------ the scheduler
+
+class SchedbeError(AssertionError):
+    pass
+
+
+class Schedbe:
+    """`schedbe run` as a subprocess; start() waits until sched_ext reports it
+    enabled, stop() sends SIGINT and checks a clean exit (status 0, disabled)."""
+
+    def __init__(self, *args, name="schedbe", start_timeout=120):
+        self.args = [str(SCHEDBE), "run", *map(str, args)]
+        self.log_path = results_dir() / f"{name}.log"
+        self.start_timeout = start_timeout
+        self.proc = None
+        self.started_at = None
+
+    def log_tail(self, n=30):
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def start(self):
+        assert scx_state() == "disabled", f"a sched_ext scheduler is already loaded: {scx_ops()!r}"
+        self.logf = open(self.log_path, "w")
+        self.proc = spawn(self.args, stdout=self.logf, stderr=subprocess.STDOUT)
+        t0 = time.monotonic()
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise SchedbeError(f"schedbe run exited with {self.proc.returncode} while "
+                                   f"loading:\n{self.log_tail()}")
+            return scx_state() == "enabled" and scx_ops().startswith("schedbe")
+
+        try:
+            wait_for(ready, self.start_timeout, what="schedbe to be enabled")
+        except TimeoutError:
+            self.kill()
+            raise SchedbeError(f"schedbe not enabled after {self.start_timeout}s "
+                               f"(state {scx_state()}, ops {scx_ops()!r}):\n{self.log_tail()}")
+        self.started_at = time.monotonic()
+        self.load_s = self.started_at - t0
+        return self
+
+    def check_running(self):
+        if self.proc.poll() is not None:
+            raise SchedbeError(f"schedbe exited with {self.proc.returncode}:\n{self.log_tail()}")
+        if scx_state() != "enabled" or not scx_ops().startswith("schedbe"):
+            raise SchedbeError(f"sched_ext state {scx_state()}, ops {scx_ops()!r}:\n{self.log_tail()}")
+
+    def stop(self, timeout=60, sig=signal.SIGINT):
+        """SIGINT (or `sig`); checks exit status 0 and that sched_ext returned to
+        disabled."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise SchedbeError(f"schedbe did not exit within {timeout}s of SIGINT:\n{self.log_tail()}")
+        finally:
+            self.logf.close()
+        wait_for(lambda: scx_state() == "disabled", 30, what="sched_ext state disabled")
+        self.proc = None
+        if rc != 0:
+            raise SchedbeError(f"schedbe exited with {rc}:\n{self.log_tail()}")
+        return rc
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            kill_proc(self.proc)
+        with contextlib.suppress(Exception):
+            self.logf.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, et, ev, tb):
+        if et is None:
+            self.check_running()
+            self.stop()
+        else:  # the test already failed: clean up without masking its error
+            with contextlib.suppress(Exception):
+                self.stop()
+            self.kill()
+        return False
+
+
+# ------------------------------------------------------------------ the tracer
+
+def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None):
+    argv = ["chrt", "-f", "50", str(SCHEDBE), "trace", "--duration", str(duration)]
+    for p in be_cgroups:
+        argv += ["--be-cgroup", p]
+    if output:
+        argv += ["--output", str(output)]
+    if per_task:
+        argv.append("--per-task")
+    if grace_us is not None:
+        argv += ["--grace-us", str(grace_us)]
+    return argv
+
+
+def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, grace_us=None):
+    """Run `schedbe trace` (as SCHED_FIFO, so the load cannot starve it) and return
+    its JSON report, also saved as results/tmp/tests/<name>.json."""
+    out = results_dir() / f"{name}.json"
+    with contextlib.suppress(FileNotFoundError):
+        out.unlink()
+    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us)
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=duration + timeout_extra)
+    if r.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited with {r.returncode}:\n{r.stderr[-3000:]}")
+    text = out.read_text() if out.exists() and out.stat().st_size else r.stdout
+    rep = json.loads(text)
+    out.write_text(json.dumps(rep, indent=1))
+    return rep
+
+
+def trace_summary(rep):
+    t = rep["totals"]
+    cpu = t["cpu_ns"] or 1
+    return (f"inversion_frac={rep['inversion_frac']:.6f} "
+            f"idle_while_lc_waits_frac={rep.get('idle_while_lc_waits_frac', float('nan')):.6f} "
+            f"lc={t['lc_ns'] / cpu:.3f} be={t['be_ns'] / cpu:.3f} idle={t['idle_ns'] / cpu:.3f} "
+            f"other={t['other_ns'] / cpu:.3f} grace_ns={rep.get('grace_ns')} events={rep.get('events')} "
+            f"dropped={rep.get('dropped_events')} lc_wait_us={rep.get('lc_wait_us')}")

@@ -1,0 +1,116 @@
+"""Bad input to `schedbe run` and `schedbe exec` exit statuses.
+
+The bad-input tests run on the host (whose kernel has no sched_ext) and in the VM.
+Each checks: non-zero exit, exactly one line on stderr starting with
+"schedbe: error:" that names the problem, and that nothing changed (sched_ext state
+and enable count where sched_ext exists, the top-level cgroups).
+"""
+
+import os
+import subprocess
+
+import pytest
+
+import schedbe_testlib as tl
+
+
+def snapshot():
+    s = {"state": tl.scx_state(), "enable_seq": tl.scx_enable_seq(), "ops": tl.scx_ops()}
+    if (tl.CGROOT / "cgroup.controllers").exists():
+        s["cgroups"] = sorted(p.name for p in tl.CGROOT.iterdir() if p.is_dir())
+    return s
+
+
+def run_bad(argv, **kw):
+    before = snapshot()
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=120, **kw)
+    after = snapshot()
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    tl.log(f"{' '.join(map(str, argv))} -> {r.returncode}: {r.stderr.strip()!r}")
+    assert r.returncode != 0, f"exit status 0 for bad input; stderr: {r.stderr!r}"
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}: {r.stderr!r}"
+    assert lines[0].startswith("schedbe: error:"), f"unexpected error line: {lines[0]!r}"
+    assert after == before, f"bad input changed the system: {before} -> {after}"
+    return lines[0]
+
+
+def test_run_without_sched_ext():
+    if tl.scx_available():
+        pytest.skip("this kernel has sched_ext (the case runs on the host)")
+    line = run_bad([tl.SCHEDBE, "run"])
+    assert "sched_ext" in line, line
+
+
+def test_run_without_root():
+    line = run_bad(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    tl.SCHEDBE, "run"])
+    if tl.scx_available():
+        low = line.lower()
+        assert any(w in low for w in ("root", "permission", "privilege", "cap_")), line
+
+
+# kind -> (file content, what the error line must name; None = the file's path)
+BAD_CONFIGS = {
+    "syntax": ("this is [[ not toml\n", None),
+    "unknown-key": ("no_such_option = 1\n", "no_such_option"),
+    "wrong-type": ('starvation_limit_ms = "soon"\n', None),
+    "out-of-range": ("starvation_limit_ms = 3600000\n", "starvation_limit_ms"),
+    "bad-pattern": ('be_cgroups = ["a/[b"]\n', "a/[b"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_CONFIGS))
+def test_run_invalid_config(kind):
+    path = tl.results_dir() / f"bad-{kind}.toml"
+    text, names = BAD_CONFIGS[kind]
+    path.write_text(text)
+    line = run_bad([tl.SCHEDBE, "run", "--config", path])
+    # Where sched_ext exists and we are root, the config is the only problem, so
+    # the line must name it (elsewhere a missing sched_ext may be reported first).
+    if tl.scx_available() and os.geteuid() == 0:
+        assert (names or str(path)) in line, f"error line does not name {names or path}: {line}"
+
+
+def test_run_missing_config():
+    line = run_bad([tl.SCHEDBE, "run", "--config", "/nonexistent/schedbe.toml"])
+    if tl.scx_available() and os.geteuid() == 0:
+        assert "/nonexistent/schedbe.toml" in line, line
+
+
+def be_cgroups():
+    d = tl.CGROOT / "schedbe-be"
+    return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.exists() else []
+
+
+@pytest.mark.cgroup
+@pytest.mark.parametrize("code", [0, 7, 255])
+def test_exec_returns_status(code):
+    before = be_cgroups()
+    r = subprocess.run([tl.SCHEDBE, "exec", "--be", "--", "sh", "-c", f"exit {code}"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert r.returncode == code, f"exit {r.returncode}, wanted {code}; stderr {r.stderr!r}"
+    assert be_cgroups() == before, f"exec left cgroups behind: {before} -> {be_cgroups()}"
+
+
+@pytest.mark.cgroup
+def test_exec_runs_in_idle_cgroup():
+    """The command runs in its own cgroup under schedbe-be/, and its cpu cgroup (the
+    nearest one with the cpu controller, whose task group the kernel uses) has
+    cpu.idle=1."""
+    script = ('cg=$(sed -n "s/^0:://p" /proc/self/cgroup); echo "$cg"; d=/sys/fs/cgroup$cg; '
+              'while [ ! -e "$d/cpu.idle" ] && [ "$d" != /sys/fs/cgroup ]; do d=${d%/*}; done; '
+              'echo "$d"; cat "$d/cpu.idle" 2>/dev/null || echo none')
+    r = subprocess.run([tl.SCHEDBE, "exec", "--be", "--", "sh", "-c", script],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    cg, cpu_cg, idle = r.stdout.split()
+    assert cg.startswith("/schedbe-be/"), cg
+    assert cpu_cg.startswith("/sys/fs/cgroup/schedbe-be") and idle == "1", \
+        f"task in {cg}: its cpu cgroup {cpu_cg} has cpu.idle={idle}"
+
+
+def test_exec_without_command_fails():
+    r = subprocess.run([tl.SCHEDBE, "exec", "--be", "--"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
