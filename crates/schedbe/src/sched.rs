@@ -205,6 +205,8 @@ impl<'a> Scheduler<'a> {
             t.lc_direct += s.lc_direct;
             t.be_dispatches += s.be_dispatches;
             t.preempt_be += s.preempt_be;
+            t.kick_lat_ns += s.kick_lat_ns;
+            t.kick_lat_n += s.kick_lat_n;
             t.kick_idle += s.kick_idle;
             t.exit_takes += s.exit_takes;
             t.tick_yields += s.tick_yields;
@@ -221,6 +223,9 @@ impl<'a> Scheduler<'a> {
             lc_pct: 0.0,
             be_pct: 0.0,
             preempt_be: t.preempt_be,
+            kick_lat_ms_sum: t.kick_lat_ns as f64 / 1e6,
+            kick_lat_n: t.kick_lat_n,
+            kick_lat_us: 0.0,
             exit_takes: t.exit_takes,
             tick_yields: t.tick_yields,
             running_yields: t.running_yields,

@@ -31,6 +31,12 @@ pub struct Metrics {
     pub be_pct: f64,
     #[stat(desc = "Entry check: LC wakeups that preempted a CPU running BE")]
     pub preempt_be: u64,
+    #[stat(desc = "Entry check: mean time from the preempting kick to an LC task running there (us)")]
+    pub kick_lat_us: f64,
+    #[stat(desc = "Entry check: kicks whose latency was measured")]
+    pub kick_lat_n: u64,
+    #[stat(desc = "Entry check: sum of measured kick latencies (ms, cumulative)")]
+    pub kick_lat_ms_sum: f64,
     #[stat(desc = "Exit check: CPUs that took a waiting LC task instead of continuing BE")]
     pub exit_takes: u64,
     #[stat(desc = "BE tasks that gave their CPU back as they started because LC was queued")]
@@ -59,15 +65,16 @@ pub struct Metrics {
 
 impl Metrics {
     pub const HEADER: &'static str =
-        "   lc%    be%  preempt_be exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms be_cg cpu.max";
+        "   lc%    be%  preempt_be kick_us exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms be_cg cpu.max";
 
     pub fn format_row<W: Write>(&self, w: &mut W) -> Result<()> {
         writeln!(
             w,
-            "{:>6.1} {:>6.1} {:>11} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>5} {:>7}",
+            "{:>6.1} {:>6.1} {:>11} {:>7.0} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>5} {:>7}",
             self.lc_pct,
             self.be_pct,
             self.preempt_be,
+            self.kick_lat_us,
             self.exit_takes,
             self.running_yields,
             self.tick_yields,
@@ -98,6 +105,13 @@ impl Metrics {
             lc_pct: 100.0 * lc_ms / cap,
             be_pct: 100.0 * be_ms / cap,
             preempt_be: self.preempt_be - prev.preempt_be,
+            kick_lat_n: self.kick_lat_n - prev.kick_lat_n,
+            kick_lat_ms_sum: self.kick_lat_ms_sum - prev.kick_lat_ms_sum,
+            kick_lat_us: if self.kick_lat_n > prev.kick_lat_n {
+                1e3 * (self.kick_lat_ms_sum - prev.kick_lat_ms_sum) / (self.kick_lat_n - prev.kick_lat_n) as f64
+            } else {
+                0.0
+            },
             exit_takes: self.exit_takes - prev.exit_takes,
             tick_yields: self.tick_yields - prev.tick_yields,
             running_yields: self.running_yields - prev.running_yields,

@@ -27,6 +27,8 @@ struct cpu_stats {
 	u64 be_dispatches;	/* BE tasks taken from a BE queue */
 	u64 preempt_be;		/* entry check: LC wakeup preempted a CPU running BE */
 	u64 kick_idle;		/* LC/BE enqueue woke an idle CPU */
+	u64 kick_lat_ns;	/* sum of entry-check latencies: kick sent -> LC running there */
+	u64 kick_lat_n;
 	u64 exit_takes;		/* exit check: a CPU that would run BE took a waiting LC task */
 	u64 running_yields;	/* BE gave its CPU back as it started: LC was queued (race closed) */
 	u64 tick_yields;	/* backstop: BE yielded at a tick because LC was queued */

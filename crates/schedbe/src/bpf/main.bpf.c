@@ -87,6 +87,14 @@ struct {
 	__type(value, struct cpu_stats);
 } stats SEC(".maps");
 
+/* CPU -> when an entry-check kick was sent to it (0: none pending). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHEDBE_MAX_CPUS);
+	__type(key, u32);
+	__type(value, u64);
+} kick_at SEC(".maps");
+
 /* Per-CPU: next time this CPU may run the starvation guard. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -260,6 +268,11 @@ static void lc_kick(struct task_struct *p)
 	}
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	STAT_ADD(preempt_be, 1);
+	/* Remember when, to measure how long the preemption takes to land. */
+	u32 key = cpu;
+	u64 *ts = bpf_map_lookup_elem(&kick_at, &key);
+	if (ts)
+		*ts = bpf_ktime_get_ns();
 }
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -441,6 +454,15 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			STAT_ADD(running_yields, 1);
 		}
 	} else {
+		u32 key = cpu;
+		u64 *ts = bpf_map_lookup_elem(&kick_at, &key), t0;
+
+		/* Entry-check latency: kick sent -> an LC task runs on that CPU. */
+		if (ts && (t0 = *ts)) {
+			*ts = 0;
+			STAT_ADD(kick_lat_ns, tctx->started_at - t0);
+			STAT_ADD(kick_lat_n, 1);
+		}
 		if (be)
 			bpf_cpumask_clear_cpu(cpu, be);
 		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
