@@ -103,7 +103,12 @@ pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {
 /// cgroups under `root` whose path matches `rules` (their descendants are BE
 /// too, which the BPF side resolves by walking ancestors).
 pub fn scan(root: &Path, rules: &BeRules) -> Result<Vec<Cgroup>> {
-    Ok(walk(root)?.into_iter().filter(|c| !c.rel.is_empty() && rules.matches(&c.rel)).collect())
+    Ok(be_matches(&walk(root)?, rules).cloned().collect())
+}
+
+/// The cgroups of an earlier [`walk`] whose path matches `rules` (never the root).
+pub fn be_matches<'a>(cgroups: &'a [Cgroup], rules: &'a BeRules) -> impl Iterator<Item = &'a Cgroup> + 'a {
+    cgroups.iter().filter(|c| !c.rel.is_empty() && rules.matches(&c.rel))
 }
 
 /// Keeps a BPF hash map of cgroup ids in step with a scan: returns ids to add
@@ -138,18 +143,20 @@ pub struct CpuMax {
 
 /// Every cgroup under `root` that sets a cpu.max quota.
 pub fn cpu_max_limits(root: &Path) -> Result<Vec<CpuMax>> {
+    Ok(cpu_max_of(root, &walk(root)?))
+}
+
+/// The cgroups of an earlier [`walk`] that set a cpu.max quota.
+pub fn cpu_max_of(root: &Path, cgroups: &[Cgroup]) -> Vec<CpuMax> {
     let mut out = Vec::new();
-    for c in walk(root)? {
-        if c.rel.is_empty() {
-            continue;
-        }
+    for c in cgroups.iter().filter(|c| !c.rel.is_empty()) {
         let Ok(v) = fs::read_to_string(root.join(&c.rel).join("cpu.max")) else { continue };
         let v = v.trim().to_string();
         if !v.starts_with("max") {
-            out.push(CpuMax { rel: c.rel, value: v });
+            out.push(CpuMax { rel: c.rel.clone(), value: v });
         }
     }
-    Ok(out)
+    out
 }
 
 /// cpu.weight of a cgroup (100 when the file is absent, e.g. the root or a

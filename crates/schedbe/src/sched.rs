@@ -111,7 +111,7 @@ impl<'a> Scheduler<'a> {
                 (c.id, c.rel.clone(), has_cpu, schedbe_cgroup::cpu_weight(root, &c.rel))
             })
             .collect();
-        let found: Vec<_> = all.into_iter().filter(|c| !c.rel.is_empty() && self.rules.matches(&c.rel)).collect();
+        let found: Vec<_> = schedbe_cgroup::be_matches(&all, &self.rules).collect();
         let (add, del) = self.be_ids.update(found.iter().map(|c| c.id));
         for id in add {
             self.skel.maps.be_cgroups.update(&id.to_ne_bytes(), &[1u8], MapFlags::ANY)
@@ -124,7 +124,7 @@ impl<'a> Scheduler<'a> {
             let _ = self.skel.maps.be_cgroups.delete(&id.to_ne_bytes());
         }
 
-        let limits = schedbe_cgroup::cpu_max_limits(root)?;
+        let limits = schedbe_cgroup::cpu_max_of(root, &all);
         self.cpu_max_count = limits.len() as u64;
         for l in &limits {
             if self.warned_cpu_max.insert(l.rel.clone()) {
