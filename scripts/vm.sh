@@ -32,6 +32,9 @@
 #   SCHEDBE_VM_UDEV=1    let the guest run udev (slower boot; only needed for an
 #                        interactive console). By default udevd is hidden from the
 #                        guest in a private mount namespace, which saves ~10 s a boot.
+#   SCHEDBE_VM_LOCK=FILE hold an exclusive flock on FILE for the guest's lifetime, so
+#                        guests started by several people or jobs on one small host
+#                        run one at a time instead of distorting each other's timing.
 #   SCHEDBE_*, RUST_BACKTRACE, RUST_LOG, PATH are passed into the guest.
 set -euo pipefail
 
@@ -61,6 +64,14 @@ while (($#)); do
 done
 (($#)) || ((shell)) || usage
 [[ $cpus =~ ^[0-9]+$ && $timeout =~ ^[0-9]+$ ]] || die "--cpus and --timeout take numbers"
+
+if [[ -n ${SCHEDBE_VM_LOCK:-} ]]; then
+    exec 9>>"$SCHEDBE_VM_LOCK" || die "cannot open lock file $SCHEDBE_VM_LOCK"
+    if ! flock -n 9; then
+        echo "$PROG: waiting for $SCHEDBE_VM_LOCK (another guest is running)" >&2
+        flock 9
+    fi
+fi
 
 # The command as a shell line for the guest script.
 cmdline=
