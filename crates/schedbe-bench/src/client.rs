@@ -5,16 +5,19 @@
 //! (no coordinated omission). The sender's own lag is recorded per request
 //! and reported.
 //!
-//! Not starving the client: by default every client thread runs SCHED_FIFO
-//! (priority 60) with SCHED_RESET_ON_FORK, set with sched_setscheduler on
-//! each thread; `--cpus` can instead (or also) pin it to CPUs the
-//! experiment does not use. The summary says which.
+//! One thread does everything: it sleeps in ppoll until the next intended
+//! send time or a response, whichever comes first, so a request costs the
+//! machine about two client wakeups (which matters under emulation, where a
+//! wakeup costs ~15x native), and there is one RT thread, not one per
+//! connection.
+//!
+//! Not starving the client: by default it runs SCHED_FIFO (priority 60)
+//! with SCHED_RESET_ON_FORK; `--cpus` can instead (or also) pin it to CPUs
+//! the experiment does not use. The summary says which.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::net::Shutdown;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -22,9 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::endpoint::{Endpoint, Stream};
 use crate::load::{rate_for_util, util_for_rate, Arrivals, ServiceDist};
-use crate::proto::{read_record, Request, Response, RESPONSE_LEN};
+use crate::proto::{Request, Response, RESPONSE_LEN};
 use crate::stats::{LatencyHist, LatencySummary};
-use crate::sys::{self, monotonic_ns, sleep_until_ns, Policy};
+use crate::sys::{self, monotonic_ns, Policy};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ClientArgs {
@@ -201,12 +204,82 @@ enum Pick {
     Random,
 }
 
-struct Shared {
-    outstanding: Vec<AtomicU32>,
-    received: AtomicU64,
-    receivers_done: AtomicUsize,
-    /// Live statistics for progress lines: latencies completed in the current interval.
-    progress: Mutex<LatencyHist>,
+/// Receiving side of one connection: a buffer for a partly read response.
+struct Conn {
+    stream: Stream,
+    fd: libc::c_int,
+    buf: [u8; RESPONSE_LEN],
+    got: usize,
+    outstanding: u32,
+    /// The server closed it (or it failed) after our shutdown(Write).
+    closed: bool,
+    error: Option<String>,
+}
+
+impl Conn {
+    /// Read what is there without blocking; push complete responses.
+    fn drain_readable(&mut self, i: usize, out: &mut Vec<Record>, progress: &mut LatencyHist) {
+        loop {
+            // SAFETY: buf[got..] is valid writable memory of that length.
+            let n = unsafe {
+                libc::recv(self.fd, self.buf[self.got..].as_mut_ptr().cast(), RESPONSE_LEN - self.got, libc::MSG_DONTWAIT)
+            };
+            if n > 0 {
+                self.got += n as usize;
+                if self.got == RESPONSE_LEN {
+                    let recv_ns = monotonic_ns();
+                    let resp = Response::decode(&self.buf);
+                    self.got = 0;
+                    let rec = Record {
+                        conn: i as u32,
+                        id: resp.req.id,
+                        intended_ns: resp.req.intended_ns,
+                        send_ns: resp.req.send_ns,
+                        recv_ns,
+                        service_ns: resp.req.service_ns,
+                        start_ns: resp.start_ns,
+                        end_ns: resp.end_ns,
+                        cpu_ns: resp.cpu_ns,
+                    };
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                    progress.record_ns(rec.latency_ns());
+                    out.push(rec);
+                }
+                continue;
+            }
+            if n == 0 {
+                if self.got != 0 {
+                    self.error = Some(format!("connection {i}: truncated response at end of stream"));
+                }
+                self.closed = true;
+                return;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::WouldBlock => return,
+                std::io::ErrorKind::Interrupted => continue,
+                _ => {
+                    self.error = Some(format!("connection {i}: {e}"));
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Wait until a connection is readable or CLOCK_MONOTONIC reaches
+/// `until_ns` (ppoll: nanosecond timeout; RT threads get no timer slack).
+fn poll_until(pfds: &mut [libc::pollfd], until_ns: u64) -> usize {
+    let now = monotonic_ns();
+    let left = until_ns.saturating_sub(now);
+    let ts = libc::timespec { tv_sec: (left / 1_000_000_000) as libc::time_t, tv_nsec: (left % 1_000_000_000) as libc::c_long };
+    for p in pfds.iter_mut() {
+        p.revents = 0;
+    }
+    // SAFETY: pfds is a valid slice of pollfd; ts a valid timespec; no sigmask.
+    let rc = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    if rc < 0 { 0 } else { rc as usize }
 }
 
 pub fn run(a: &ClientArgs) -> Result<()> {
@@ -242,32 +315,34 @@ pub fn run(a: &ClientArgs) -> Result<()> {
     };
     let target_util = util_for_rate(rate, server_cpus, service.mean_us());
     let rt = if a.rt_prio > 0 { Some(Policy::Fifo(a.rt_prio.min(99))) } else { None };
-    let set_rt = |who: &str| -> Option<String> {
-        if let Some(p) = rt {
-            if let Err(e) = p.apply_to_current_thread(true) {
-                return Some(format!("{who}: could not switch to SCHED_FIFO: {e:#}; running unprotected"));
-            }
+    if let Some(p) = rt {
+        if let Err(e) = p.apply_to_current_thread(true) {
+            let w = format!("could not switch to SCHED_FIFO: {e:#}; running unprotected");
+            eprintln!("{}: warning: {w}", a.label);
+            warnings.push(w);
         }
-        None
-    };
-    if let Some(w) = set_rt("sender") {
-        eprintln!("{}: warning: {w}", a.label);
-        warnings.push(w);
     }
     let client_policy = sys::current_policy_desc();
+    let prio = match rt {
+        Some(Policy::Fifo(x)) => x,
+        _ => 0,
+    };
     let protection = match (rt, &a.cpus) {
-        (Some(p), None) => format!("every client thread at SCHED_FIFO priority {} with SCHED_RESET_ON_FORK (sched_setscheduler per thread)", match p { Policy::Fifo(x) => x, _ => 0 }),
-        (Some(p), Some(_)) => format!("every client thread at SCHED_FIFO priority {} with SCHED_RESET_ON_FORK, pinned to CPUs {client_cpus}", match p { Policy::Fifo(x) => x, _ => 0 }),
-        (None, Some(_)) => format!("pinned to CPUs {client_cpus} (no RT priority)"),
-        (None, None) => "none (ordinary SCHED_NORMAL threads: may be starved by the workloads)".to_string(),
+        (Some(_), None) => format!("one client thread (ppoll over all connections) at SCHED_FIFO priority {prio} with SCHED_RESET_ON_FORK"),
+        (Some(_), Some(_)) => format!("one client thread (ppoll over all connections) at SCHED_FIFO priority {prio} with SCHED_RESET_ON_FORK, pinned to CPUs {client_cpus}"),
+        (None, Some(_)) => format!("one client thread pinned to CPUs {client_cpus} (no RT priority)"),
+        (None, None) => "none (an ordinary SCHED_NORMAL thread: may be starved by the workloads)".to_string(),
     };
 
-    // Connect (retrying while the server starts), then one receiver per connection.
+    // Connect (retrying while the server starts).
     let deadline = monotonic_ns() + (a.connect_timeout.max(0.0) * 1e9) as u64;
-    let mut conns: Vec<Stream> = Vec::with_capacity(a.conns);
+    let mut conns: Vec<Conn> = Vec::with_capacity(a.conns);
     while conns.len() < a.conns {
         match ep.connect() {
-            Ok(s) => conns.push(s),
+            Ok(s) => {
+                let fd = s.raw_fd();
+                conns.push(Conn { stream: s, fd, buf: [0; RESPONSE_LEN], got: 0, outstanding: 0, closed: false, error: None });
+            }
             Err(e) if monotonic_ns() < deadline => {
                 let _ = e;
                 std::thread::sleep(Duration::from_millis(20));
@@ -275,64 +350,14 @@ pub fn run(a: &ClientArgs) -> Result<()> {
             Err(e) => return Err(e).with_context(|| format!("connect {ep} (connection {})", conns.len())),
         }
     }
-    let shared = Arc::new(Shared {
-        outstanding: (0..a.conns).map(|_| AtomicU32::new(0)).collect(),
-        received: AtomicU64::new(0),
-        receivers_done: AtomicUsize::new(0),
-        progress: Mutex::new(LatencyHist::new()),
-    });
-    let rt_warn = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mut handles = Vec::with_capacity(a.conns);
-    for (i, s) in conns.iter().enumerate() {
-        let mut rd = s.try_clone().context("clone connection")?;
-        let sh = shared.clone();
-        let rw = rt_warn.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("client-rx-{i}"))
-            .stack_size(256 << 10)
-            .spawn(move || -> (Vec<Record>, Option<String>) {
-                if let Some(p) = rt {
-                    if let Err(e) = p.apply_to_current_thread(true) {
-                        rw.lock().unwrap_or_else(|e| e.into_inner()).push(format!("receiver {i}: {e:#}"));
-                    }
-                }
-                let mut recs = Vec::new();
-                let r = loop {
-                    match read_record::<RESPONSE_LEN>(&mut rd) {
-                        Ok(Some(b)) => {
-                            let recv_ns = monotonic_ns();
-                            let resp = Response::decode(&b);
-                            let rec = Record {
-                                conn: i as u32,
-                                id: resp.req.id,
-                                intended_ns: resp.req.intended_ns,
-                                send_ns: resp.req.send_ns,
-                                recv_ns,
-                                service_ns: resp.req.service_ns,
-                                start_ns: resp.start_ns,
-                                end_ns: resp.end_ns,
-                                cpu_ns: resp.cpu_ns,
-                            };
-                            sh.outstanding[i].fetch_sub(1, Ordering::Relaxed);
-                            sh.received.fetch_add(1, Ordering::Relaxed);
-                            sh.progress.lock().unwrap_or_else(|e| e.into_inner()).record_ns(rec.latency_ns());
-                            recs.push(rec);
-                        }
-                        Ok(None) => break Ok(()),
-                        // A shutdown at the drain timeout ends the read with an error.
-                        Err(e) => break Err(e),
-                    }
-                };
-                sh.receivers_done.fetch_add(1, Ordering::SeqCst);
-                (recs, r.err().map(|e| format!("connection {i}: {e}")))
-            })
-            .context("spawn receiver")?;
-        handles.push(h);
-    }
+    let mut pfds: Vec<libc::pollfd> = conns.iter().map(|c| libc::pollfd { fd: c.fd, events: libc::POLLIN, revents: 0 }).collect();
 
-    // The open-loop schedule.
+    // The open-loop schedule, one thread: sleep in ppoll until the next
+    // intended send or a response, whichever comes first.
     let start_ns = a.start_at_ns.unwrap_or_else(|| monotonic_ns() + 100_000_000);
     let end_ns = start_ns + (a.duration * 1e9) as u64;
+    let mut recs: Vec<Record> = Vec::with_capacity((rate * a.duration * 1.05) as usize + 16);
+    let mut progress = LatencyHist::new();
     let mut lag = LatencyHist::new();
     let mut late_1ms = 0u64;
     let mut sent = 0u64;
@@ -341,26 +366,41 @@ pub fn run(a: &ClientArgs) -> Result<()> {
     let progress_ns = (a.progress_secs.max(0.0) * 1e9) as u64;
     let mut next_progress = if progress_ns > 0 { start_ns + progress_ns } else { u64::MAX };
     let mut interval_lag_max = 0u64;
-    let mut writers: Vec<Stream> = conns;
-    for (intended_ns, service_ns) in Arrivals::new(rate, service, start_ns, a.seed)? {
-        if intended_ns >= end_ns {
-            break;
+    let mut arrivals = Arrivals::new(rate, service, start_ns, a.seed)?.take_while(|&(t, _)| t < end_ns).peekable();
+    let receive = |conns: &mut Vec<Conn>, pfds: &mut Vec<libc::pollfd>, recs: &mut Vec<Record>, progress: &mut LatencyHist| {
+        for (i, p) in pfds.iter_mut().enumerate() {
+            if p.revents != 0 && !conns[i].closed {
+                conns[i].drain_readable(i, recs, progress);
+                if conns[i].closed {
+                    p.fd = -1; // ppoll ignores negative fds
+                }
+            }
         }
-        while next_progress <= intended_ns {
-            sleep_until_ns(next_progress);
-            print_progress(&a.label, next_progress, start_ns, sent, &shared, interval_lag_max);
+    };
+    loop {
+        let next_send = arrivals.peek().map(|&(t, _)| t).unwrap_or(end_ns);
+        let wake = next_send.min(next_progress);
+        if monotonic_ns() < wake {
+            if poll_until(&mut pfds, wake) > 0 {
+                receive(&mut conns, &mut pfds, &mut recs, &mut progress);
+            }
+            continue;
+        }
+        if next_progress <= next_send && next_progress <= monotonic_ns() {
+            print_progress(&a.label, next_progress, start_ns, sent, recs.len(), &mut progress, interval_lag_max);
             interval_lag_max = 0;
             next_progress += progress_ns;
+            continue;
         }
-        sleep_until_ns(intended_ns);
+        let Some((intended_ns, service_ns)) = arrivals.next() else { break };
         let c = match pick {
             Pick::Least => {
-                let n = writers.len();
+                let n = conns.len();
                 let mut best = rr % n;
                 let mut best_v = u32::MAX;
                 for k in 0..n {
                     let j = (rr + k) % n;
-                    let v = shared.outstanding[j].load(Ordering::Relaxed);
+                    let v = conns[j].outstanding;
                     if v < best_v {
                         best = j;
                         best_v = v;
@@ -376,13 +416,15 @@ pub fn run(a: &ClientArgs) -> Result<()> {
                 pick_rng ^= pick_rng << 13;
                 pick_rng ^= pick_rng >> 7;
                 pick_rng ^= pick_rng << 17;
-                (pick_rng % writers.len() as u64) as usize
+                (pick_rng % conns.len() as u64) as usize
             }
         };
         let send_ns = monotonic_ns();
         let req = Request { id: sent, intended_ns, send_ns, service_ns };
-        shared.outstanding[c].fetch_add(1, Ordering::Relaxed);
-        writers[c].write_all(&req.encode()).with_context(|| format!("send on connection {c} (server gone?)"))?;
+        conns[c].outstanding += 1;
+        // Blocking write: 32 bytes fit the socket buffer unless the server
+        // stopped reading; then the delay shows up as send lag and latency.
+        conns[c].stream.write_all(&req.encode()).with_context(|| format!("send on connection {c} (server gone?)"))?;
         let l = send_ns.saturating_sub(intended_ns);
         lag.record_ns(l);
         interval_lag_max = interval_lag_max.max(l);
@@ -391,44 +433,28 @@ pub fn run(a: &ClientArgs) -> Result<()> {
         }
         sent += 1;
     }
-    sleep_until_ns(end_ns);
     // No more requests: the server finishes what it has, then closes.
-    for w in &writers {
-        let _ = w.shutdown(Shutdown::Write);
+    for c in &conns {
+        let _ = c.stream.shutdown(Shutdown::Write);
     }
     let drain_deadline = monotonic_ns() + (a.drain_timeout.max(0.0) * 1e9) as u64;
-    while shared.receivers_done.load(Ordering::SeqCst) < handles.len() && monotonic_ns() < drain_deadline {
-        std::thread::sleep(Duration::from_millis(10));
+    while conns.iter().any(|c| !c.closed) && monotonic_ns() < drain_deadline {
+        let until = if progress_ns > 0 { next_progress.min(drain_deadline) } else { drain_deadline };
+        if poll_until(&mut pfds, until) > 0 {
+            receive(&mut conns, &mut pfds, &mut recs, &mut progress);
+        }
         let now = monotonic_ns();
         if now >= next_progress {
-            print_progress(&a.label, now, start_ns, sent, &shared, interval_lag_max);
+            print_progress(&a.label, now, start_ns, sent, recs.len(), &mut progress, interval_lag_max);
             interval_lag_max = 0;
             next_progress = now + progress_ns;
         }
     }
-    if shared.receivers_done.load(Ordering::SeqCst) < handles.len() {
-        for w in &writers {
-            let _ = w.shutdown(Shutdown::Both);
-        }
-    }
-    let mut recs = Vec::new();
-    let mut rx_errors = Vec::new();
-    for h in handles {
-        match h.join() {
-            Ok((r, err)) => {
-                recs.extend(r);
-                if let Some(e) = err {
-                    rx_errors.push(e);
-                }
-            }
-            Err(_) => warnings.push("a receiver thread panicked".into()),
-        }
-    }
-    writers.clear();
+    let rx_errors: Vec<String> = conns.iter().filter_map(|c| c.error.clone()).collect();
     if let Some(e) = rx_errors.first() {
         warnings.push(format!("{} connection(s) ended with an error (first: {e})", rx_errors.len()));
     }
-    warnings.extend(rt_warn.lock().unwrap_or_else(|e| e.into_inner()).drain(..));
+    drop(conns);
     recs.sort_by_key(|r| r.intended_ns);
     let received = recs.len() as u64;
     let unanswered = sent.saturating_sub(received);
@@ -479,17 +505,12 @@ pub fn run(a: &ClientArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_progress(label: &str, now: u64, start: u64, sent: u64, sh: &Shared, lag_max: u64) {
-    let s = {
-        let mut h = sh.progress.lock().unwrap_or_else(|e| e.into_inner());
-        let s = h.summary();
-        *h = LatencyHist::new();
-        s
-    };
+fn print_progress(label: &str, now: u64, start: u64, sent: u64, done: usize, h: &mut LatencyHist, lag_max: u64) {
+    let s = h.summary();
+    *h = LatencyHist::new();
     eprintln!(
-        "{label}: t={:5.1}s sent {sent} done {} | last interval: {} done, mean {:.2} ms, p99 {:.2} ms, max send lag {:.2} ms",
+        "{label}: t={:5.1}s sent {sent} done {done} | last interval: {} done, mean {:.2} ms, p99 {:.2} ms, max send lag {:.2} ms",
         now.saturating_sub(start) as f64 / 1e9,
-        sh.received.load(Ordering::Relaxed),
         s.count,
         s.mean_us / 1000.0,
         s.p99_us / 1000.0,

@@ -116,6 +116,11 @@ pub struct ExpArgs {
     /// SCHED_FIFO priority of LC in the fifo configuration
     #[arg(long, default_value_t = 10)]
     pub lc_fifo_prio: u8,
+    /// What a request's service demand means: cpu-time (the worker spins until
+    /// its thread has used that much CPU time) or iterations (calibrated spin
+    /// iterations: fixed work, whose CPU time the environment may inflate)
+    #[arg(long, default_value = "cpu-time")]
+    pub burn: String,
     /// Client-server transport: unix or tcp (loopback)
     #[arg(long, default_value = "unix")]
     pub transport: String,
@@ -311,6 +316,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     if !(1..=1000).contains(&reps) {
         bail!("--reps must be in 1..=1000");
     }
+    a.burn.parse::<crate::server::Burn>()?;
     if !matches!(a.transport.as_str(), "unix" | "tcp") {
         bail!("--transport must be unix or tcp");
     }
@@ -433,6 +439,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         lc_fifo_prio: a.lc_fifo_prio,
         tracer_rt_prio: a.tracer_rt_prio,
         transport: a.transport.clone(),
+        burn: a.burn.clone(),
         iters_per_us,
         drain_timeout_secs: drain,
         window_secs: a.window_secs,

@@ -40,6 +40,10 @@ pub struct ConfigAggregate {
     /// orchestration, tracer, and LC itself in the fifo configuration) ran.
     pub lc_cpu_pct_lc_phase: Option<Spread>,
     pub other_cpu_pct_lc_phase: Option<Spread>,
+    /// Tracer, LC-alone phase: % of CPU time not idle (LC + RT + anything
+    /// else): the machine's utilization before BE starts.
+    #[serde(default)]
+    pub busy_pct_lc_phase: Option<Spread>,
     pub burn_cpu_ratio: Option<Spread>,
     pub speed_vs_calibration: Option<Spread>,
     pub client_lag_p99_ms: Option<Spread>,
@@ -87,6 +91,7 @@ pub fn aggregate(configs: &[(String, String)], runs: &[RunOutcome]) -> Vec<Confi
                 achieved_util_before: col(&ok, |r| r.achieved_util_before),
                 lc_cpu_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().filter(|t| t.cpu_ns > 0).map(|t| 100.0 * t.lc_ns as f64 / t.cpu_ns as f64)),
                 other_cpu_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().filter(|t| t.cpu_ns > 0).map(|t| 100.0 * t.other_ns as f64 / t.cpu_ns as f64)),
+                busy_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().filter(|t| t.cpu_ns > 0).map(|t| 100.0 * (1.0 - t.idle_ns as f64 / t.cpu_ns as f64))),
                 burn_cpu_ratio: col(&ok, |r| r.burn_cpu_ratio),
                 speed_vs_calibration: col(&ok, |r| r.speed_vs_calibration),
                 client_lag_p99_ms: col(&ok, |r| r.client.as_ref().map(|c| c.send_lag.p99_us / 1000.0)),
@@ -148,10 +153,11 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
     );
     let _ = writeln!(
         m,
-        "- load: {:.0}% of {} CPU(s), service {} us, {} connections (= server threads), Poisson arrivals; LC alone {:.0} s, then {} {:.0} s{}; {} repetition(s), configurations interleaved",
+        "- load: {:.0}% of {} CPU(s), service {} us (burn: {}), {} connections (= server threads), Poisson arrivals; LC alone {:.0} s, then {} {:.0} s{}; {} repetition(s), configurations interleaved",
         100.0 * params.util,
         params.ncpus,
         params.service,
+        params.burn,
         params.conns,
         params.lc_alone_secs,
         if params.with_be { "LC + BE" } else { "LC alone again" },
@@ -196,13 +202,13 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
             fmt_spread(&a.be_share_of_leftover_pct, 1),
         );
     }
-    let _ = writeln!(m, "\nLoad checks: offered load = service demand sent before BE / CPU time; LC / RT CPU % = tracer, LC-alone phase (RT = client, orchestration, tracer; LC itself under fifo); burn CPU ratio = CPU time of a burn / requested service (1 = as calibrated); speed = spin-loop speed just before the run / at calibration.\n");
-    let _ = writeln!(m, "| config | description | LC mean whole run (ms) | LC p99 whole run (ms) | offered LC load | LC CPU % | RT CPU % | burn CPU ratio | speed | inversion % CPU, LC-alone phase | idle while LC waits % | client p99 send lag (ms) | unanswered |");
-    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(m, "\nLoad checks: offered load = service demand sent before BE / CPU time; LC / RT / busy CPU % = tracer, LC-alone phase (RT = client, orchestration, tracer; LC itself under fifo; busy = not idle: the utilization before BE); burn CPU ratio = CPU time of a burn / requested service (1 = as calibrated); speed = spin-loop speed just before the run / at calibration.\n");
+    let _ = writeln!(m, "| config | description | LC mean whole run (ms) | LC p99 whole run (ms) | offered LC load | LC CPU % | RT CPU % | busy CPU % | burn CPU ratio | speed | inversion % CPU, LC-alone phase | idle while LC waits % | client p99 send lag (ms) | unanswered |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for a in aggs {
         let _ = writeln!(
             m,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             a.config,
             a.description,
             fmt_spread(&a.overall_mean_ms, 2),
@@ -210,6 +216,7 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
             fmt_spread(&a.achieved_util_before, 2),
             fmt_spread(&a.lc_cpu_pct_lc_phase, 1),
             fmt_spread(&a.other_cpu_pct_lc_phase, 1),
+            fmt_spread(&a.busy_pct_lc_phase, 1),
             fmt_spread(&a.burn_cpu_ratio, 2),
             fmt_spread(&a.speed_vs_calibration, 2),
             fmt_spread(&a.inversion_pct_lc_phase, 4),

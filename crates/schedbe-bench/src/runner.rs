@@ -75,6 +75,9 @@ pub struct RunParams {
     pub lc_fifo_prio: u8,
     pub tracer_rt_prio: u8,
     pub transport: String,
+    /// The server's `--burn`: cpu-time or iterations.
+    #[serde(default = "default_burn")]
+    pub burn: String,
     pub iters_per_us: f64,
     pub drain_timeout_secs: f64,
     pub window_secs: f64,
@@ -87,6 +90,10 @@ pub struct RunParams {
     pub schedbe_bin: Option<PathBuf>,
     pub schedbe_args: Vec<String>,
     pub tracer_cmd: Vec<String>,
+}
+
+fn default_burn() -> String {
+    "iterations".into()
 }
 
 /// One time window of a run (by intended send time for LC, completion
@@ -516,7 +523,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         _ => format!("unix:@schedbe-bench-{}-{run_idx}", std::process::id()),
     };
     let mut c = helper(p, "lc-server");
-    c.arg("--listen").arg(&ep).arg("--iters-per-us").arg(format!("{}", p.iters_per_us)).arg("--policy").arg(plan.lc_policy.to_string());
+    c.arg("--listen").arg(&ep).arg("--iters-per-us").arg(format!("{}", p.iters_per_us)).arg("--policy").arg(plan.lc_policy.to_string()).arg("--burn").arg(&p.burn);
     if let Some(cg) = &lc_cg {
         c.arg("--cgroup").arg(cg);
     }
@@ -825,6 +832,7 @@ pub fn tests_params() -> RunParams {
             lc_fifo_prio: 10,
             tracer_rt_prio: 0,
             transport: "unix".into(),
+            burn: "cpu-time".into(),
             iters_per_us: 1.0,
             drain_timeout_secs: 1.0,
             window_secs: 1.0,

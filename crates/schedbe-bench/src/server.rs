@@ -34,6 +34,58 @@ pub struct ServerArgs {
     /// Refuse connections beyond this many (each gets a thread)
     #[arg(long, default_value_t = 1024)]
     pub max_conns: usize,
+    /// What a request's demand means: cpu-time (burn until the thread has used
+    /// that much CPU time, checked every ~50 us of spinning) or iterations (a
+    /// fixed number of spin iterations from the calibration)
+    #[arg(long, default_value = "cpu-time")]
+    pub burn: String,
+}
+
+/// How a worker turns a service demand into CPU work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Burn {
+    /// Spin until the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) has grown by
+    /// the demand: the LC load is exactly the requested CPU time, whatever
+    /// the environment charges to the thread (interrupts, context switches,
+    /// tracing under emulation).
+    CpuTime,
+    /// A fixed amount of work: demand x calibrated iterations per us.
+    Iterations,
+}
+
+impl std::str::FromStr for Burn {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cpu-time" => Ok(Burn::CpuTime),
+            "iterations" => Ok(Burn::Iterations),
+            _ => anyhow::bail!("--burn {s:?}: expected cpu-time or iterations"),
+        }
+    }
+}
+
+/// Spin between CPU-time checks (a clock_gettime syscall each).
+const CHECK_NS: u64 = 50_000;
+
+/// Burn `service_ns` as `burn` says. Returns the thread CPU time used.
+pub fn burn(service_ns: u64, iters_per_us: f64, how: Burn) -> u64 {
+    let c0 = thread_cpu_ns();
+    match how {
+        Burn::Iterations => {
+            spin(iters_for_ns(service_ns, iters_per_us));
+        }
+        Burn::CpuTime => {
+            let target = c0 + service_ns;
+            loop {
+                let now = thread_cpu_ns();
+                if now >= target {
+                    break;
+                }
+                spin(iters_for_ns((target - now).min(CHECK_NS), iters_per_us).max(1));
+            }
+        }
+    }
+    thread_cpu_ns().saturating_sub(c0)
 }
 
 /// Move the calling process into a cgroup v2 directory.
@@ -46,6 +98,7 @@ pub fn join_cgroup(dir: &std::path::Path) -> Result<()> {
 pub fn run(a: &ServerArgs) -> Result<()> {
     let ep: Endpoint = a.listen.parse()?;
     let policy: Policy = a.policy.parse()?;
+    let how: Burn = a.burn.parse()?;
     if let Some(cg) = &a.cgroup {
         join_cgroup(cg)?;
     }
@@ -64,7 +117,7 @@ pub fn run(a: &ServerArgs) -> Result<()> {
     };
     let listener = ep.bind()?;
     eprintln!(
-        "lc-server: pid {} listening on {ep}; {} threads ({}); {ipu:.1} spin iterations/us",
+        "lc-server: pid {} listening on {ep}; {} threads ({}); {ipu:.1} spin iterations/us; burn {how:?}",
         std::process::id(),
         policy,
         sys::current_policy_desc()
@@ -89,7 +142,7 @@ pub fn run(a: &ServerArgs) -> Result<()> {
                 if let Err(e) = policy.apply_to_current_thread(false) {
                     eprintln!("lc-server: {name}: {e:#}");
                 }
-                if let Err(e) = serve(stream, ipu) {
+                if let Err(e) = serve(stream, ipu, how) {
                     eprintln!("lc-server: {name}: {e:#}");
                 }
             })
@@ -98,17 +151,29 @@ pub fn run(a: &ServerArgs) -> Result<()> {
 }
 
 /// One connection: requests are served in order, one at a time.
-fn serve(mut s: Stream, iters_per_us: f64) -> Result<()> {
+fn serve(mut s: Stream, iters_per_us: f64, how: Burn) -> Result<()> {
     let mut out = s.try_clone()?;
     while let Some(b) = read_record::<REQUEST_LEN>(&mut s)? {
         let req = Request::decode(&b);
         let start_ns = monotonic_ns();
-        let c0 = thread_cpu_ns();
-        spin(iters_for_ns(req.service_ns, iters_per_us));
-        let cpu_ns = thread_cpu_ns().saturating_sub(c0);
+        let cpu_ns = burn(req.service_ns, iters_per_us, how);
         let end_ns = monotonic_ns();
         let resp = Response { req, start_ns, end_ns, cpu_ns };
         out.write_all(&resp.encode()).context("write response")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burn_modes() {
+        assert_eq!("cpu-time".parse::<Burn>().unwrap(), Burn::CpuTime);
+        assert!("x".parse::<Burn>().is_err());
+        // A wildly wrong calibration still burns the requested CPU time.
+        let used = burn(5_000_000, 1.0, Burn::CpuTime);
+        assert!(used >= 5_000_000 && used < 50_000_000, "{used}");
+    }
 }
