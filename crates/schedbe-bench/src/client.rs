@@ -58,6 +58,10 @@ pub struct ClientArgs {
     /// Seed of the arrival and service-time sequence
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Repeat the arrivals of the first SECS seconds for the rest of the run
+    /// (0: one Poisson sequence throughout)
+    #[arg(long, default_value_t = 0.0)]
+    pub repeat_every_secs: f64,
     /// Per-request records (CSV)
     #[arg(long)]
     pub records: Option<PathBuf>,
@@ -366,7 +370,13 @@ pub fn run(a: &ClientArgs) -> Result<()> {
     let progress_ns = (a.progress_secs.max(0.0) * 1e9) as u64;
     let mut next_progress = if progress_ns > 0 { start_ns + progress_ns } else { u64::MAX };
     let mut interval_lag_max = 0u64;
-    let mut arrivals = Arrivals::new(rate, service, start_ns, a.seed)?.take_while(|&(t, _)| t < end_ns).peekable();
+    let period_ns = (a.repeat_every_secs.max(0.0) * 1e9) as u64;
+    let schedule: Vec<(u64, u64)> = if period_ns > 0 {
+        crate::load::repeated(Arrivals::new(rate, service, start_ns, a.seed)?, start_ns, period_ns, end_ns)
+    } else {
+        Arrivals::new(rate, service, start_ns, a.seed)?.take_while(|&(t, _)| t < end_ns).collect()
+    };
+    let mut arrivals = schedule.into_iter().peekable();
     let receive = |conns: &mut Vec<Conn>, pfds: &mut Vec<libc::pollfd>, recs: &mut Vec<Record>, progress: &mut LatencyHist| {
         for (i, p) in pfds.iter_mut().enumerate() {
             if p.revents != 0 && !conns[i].closed {

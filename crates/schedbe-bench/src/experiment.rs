@@ -142,6 +142,12 @@ pub struct ExpArgs {
     /// Live client statistics every N seconds (0: off)
     #[arg(long, default_value_t = 5.0)]
     pub progress_secs: f64,
+    /// Draw fresh Poisson arrivals for the second phase. By default, when both
+    /// phases are equally long, the second phase repeats the first phase's
+    /// arrivals (same request times and demands), so before/after compare
+    /// the same load
+    #[arg(long)]
+    pub independent_arrivals: bool,
     /// Do not run scripts/plot.py
     #[arg(long)]
     pub no_plot: bool,
@@ -270,6 +276,30 @@ pub fn plot(dir: &Path) -> Result<Vec<String>> {
     bail!("no Python with matplotlib ({last_err}); install python3-matplotlib (scripts/setup.sh)")
 }
 
+/// After drawing an output directory's figures separately (`bench plot`,
+/// e.g. on the host after a `--no-plot` run in the VM): list them in
+/// bench.json and summary.md.
+pub fn record_figures(dir: &Path, figs: &[String]) -> Result<()> {
+    let pj = dir.join("bench.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&pj).with_context(|| format!("read {}", pj.display()))?)
+        .with_context(|| format!("parse {}", pj.display()))?;
+    v["figures"] = serde_json::json!(figs);
+    std::fs::write(&pj, serde_json::to_string_pretty(&v)? + "\n").with_context(|| format!("write {}", pj.display()))?;
+    let ps = dir.join("summary.md");
+    if let Ok(md) = std::fs::read_to_string(&ps) {
+        let body = md.split("\n## Figures\n").next().unwrap_or(&md).trim_end().to_string();
+        let mut out = body + "\n";
+        if !figs.is_empty() {
+            out.push_str("\n## Figures\n\n");
+            for f in figs {
+                out.push_str(&format!("- [{f}]({f})\n"));
+            }
+        }
+        std::fs::write(&ps, out).with_context(|| format!("write {}", ps.display()))?;
+    }
+    Ok(())
+}
+
 #[derive(Serialize)]
 struct BenchJson<'a> {
     format: u32,
@@ -306,7 +336,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     let be_secs = check_secs("be-secs", a.be_secs.unwrap_or(d.be), 2.0)?;
     let tail = check_secs("tail-secs", a.tail_secs.unwrap_or(d.tail), 0.0)?;
     let warmup = check_secs("warmup-secs", a.warmup_secs.unwrap_or(if a.quick { 1.0 } else { 2.0 }), 0.0)?;
-    let settle = check_secs("settle-secs", a.settle_secs.unwrap_or(1.0), 0.0)?;
+    let settle = check_secs("settle-secs", a.settle_secs.unwrap_or(warmup), 0.0)?;
     let drain = check_secs("drain-timeout", a.drain_timeout.unwrap_or(d.drain), 0.0)?;
     check_secs("window-secs", a.window_secs, 0.01)?;
     if warmup >= lc_alone || settle >= be_secs {
@@ -440,6 +470,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         tracer_rt_prio: a.tracer_rt_prio,
         transport: a.transport.clone(),
         burn: a.burn.clone(),
+        repeat_arrivals_secs: if !a.independent_arrivals && (lc_alone - be_secs).abs() < 1e-9 && tail == 0.0 { lc_alone } else { 0.0 },
         iters_per_us,
         drain_timeout_secs: drain,
         window_secs: a.window_secs,

@@ -106,7 +106,9 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
             Ok(())
         }
         BenchCmd::Plot { dir } => {
-            for f in experiment::plot(dir)? {
+            let figs = experiment::plot(dir)?;
+            experiment::record_figures(dir, &figs)?;
+            for f in figs {
                 println!("{}", dir.join(f).display());
             }
             Ok(())

@@ -113,9 +113,47 @@ impl Iterator for Arrivals {
     }
 }
 
+/// The arrivals of `[start, start + period)` again and again, shifted by a
+/// period each time, until `end` (exclusive). With the period equal to the
+/// LC-alone phase, the BE phase sees exactly the requests the LC-alone phase
+/// saw (common random numbers): the before/after comparison is then not
+/// blurred by the Poisson process's own bursts.
+pub fn repeated(first: impl Iterator<Item = (u64, u64)>, start_ns: u64, period_ns: u64, end_ns: u64) -> Vec<(u64, u64)> {
+    let base: Vec<(u64, u64)> = first.take_while(|&(t, _)| t < start_ns + period_ns && t < end_ns).collect();
+    let mut out = Vec::with_capacity(base.len() * 2);
+    let mut k = 0u64;
+    'outer: loop {
+        for &(t, s) in &base {
+            let tt = t + k * period_ns;
+            if tt >= end_ns {
+                break 'outer;
+            }
+            out.push((tt, s));
+        }
+        k += 1;
+        if base.is_empty() || period_ns == 0 {
+            break;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_arrivals() {
+        let a = Arrivals::new(100.0, ServiceDist::Fixed(10.0), 1_000, 3).unwrap();
+        let r = repeated(a, 1_000, 1_000_000_000, 1_000 + 2_500_000_000);
+        let first: Vec<_> = r.iter().filter(|x| x.0 < 1_000 + 1_000_000_000).collect();
+        let second: Vec<_> = r.iter().filter(|x| x.0 >= 1_000 + 1_000_000_000 && x.0 < 1_000 + 2_000_000_000).collect();
+        assert_eq!(first.len(), second.len());
+        assert!(first.iter().zip(&second).all(|(a, b)| b.0 - a.0 == 1_000_000_000 && a.1 == b.1));
+        assert!(r.windows(2).all(|w| w[1].0 >= w[0].0));
+        assert!(r.last().unwrap().0 < 1_000 + 2_500_000_000);
+        assert!(r.len() > first.len() * 2);
+    }
 
     #[test]
     fn rate_math() {

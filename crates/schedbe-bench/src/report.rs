@@ -153,12 +153,13 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
     );
     let _ = writeln!(
         m,
-        "- load: {:.0}% of {} CPU(s), service {} us (burn: {}), {} connections (= server threads), Poisson arrivals; LC alone {:.0} s, then {} {:.0} s{}; {} repetition(s), configurations interleaved",
+        "- load: {:.0}% of {} CPU(s), service {} us (burn: {}), {} connections (= server threads), Poisson arrivals{}; LC alone {:.0} s, then {} {:.0} s{}; {} repetition(s), configurations interleaved",
         100.0 * params.util,
         params.ncpus,
         params.service,
         params.burn,
         params.conns,
+        if params.repeat_arrivals_secs > 0.0 { " (the BE phase repeats the LC-alone phase's arrivals)" } else { "" },
         params.lc_alone_secs,
         if params.with_be { "LC + BE" } else { "LC alone again" },
         params.be_secs,

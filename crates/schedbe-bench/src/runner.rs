@@ -78,6 +78,9 @@ pub struct RunParams {
     /// The server's `--burn`: cpu-time or iterations.
     #[serde(default = "default_burn")]
     pub burn: String,
+    /// The client repeats the first this-many seconds of arrivals (0: off).
+    #[serde(default)]
+    pub repeat_arrivals_secs: f64,
     pub iters_per_us: f64,
     pub drain_timeout_secs: f64,
     pub window_secs: f64,
@@ -299,12 +302,8 @@ fn note_tracer_startup(observed_ns: u64) {
     TRACER_STARTUP_NS.store(observed_ns.max(old / 4 * 3), Ordering::Relaxed);
 }
 
-/// When to launch a tracer whose window should open at `from_ns`.
-fn tracer_launch_ns(from_ns: u64) -> u64 {
-    from_ns.saturating_sub(TRACER_STARTUP_NS.load(Ordering::Relaxed) + TRACE_MARGIN_NS)
-}
 
-fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path) -> Option<Command> {
+fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path, start_at_ns: Option<u64>) -> Option<Command> {
     let (prog, args) = p.tracer_cmd.split_first()?;
     let mut c = Command::new(prog);
     c.args(args)
@@ -315,6 +314,9 @@ fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path) -
         .arg("--be-cgroup")
         .arg(format!("{}/{}", crate::cgroup::BASE, crate::configs::BE_CG))
         .stdin(Stdio::null());
+    if let Some(at) = start_at_ns {
+        c.arg("--start-at-ns").arg(at.to_string());
+    }
     if let Ok((o, e)) = log_pair(dir, &format!("trace-{tag}.log")) {
         c.stdout(o).stderr(e);
     }
@@ -327,7 +329,7 @@ fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path) -
 pub fn probe_tracer(p: &RunParams, dir: &Path) -> Result<f64> {
     std::fs::create_dir_all(dir)?;
     let out = dir.join("trace-probe.json");
-    let mut c = tracer_command(p, dir, "probe", 0.5, &out).context("no tracer command")?;
+    let mut c = tracer_command(p, dir, "probe", 0.5, &out, None).context("no tracer command")?;
     let t_launch = monotonic_ns();
     let mut pr = Proc::spawn("tracer (probe)", &mut c)?;
     let st = pr.wait_timeout(Duration::from_secs(120))?.context("tracer probe did not finish in 120 s")?;
@@ -341,28 +343,28 @@ pub fn probe_tracer(p: &RunParams, dir: &Path) -> Result<f64> {
     Ok(startup as f64 / 1e9)
 }
 
-/// A tracer in flight: process, report path, launch time.
-type Tracer = (Proc, PathBuf, u64);
+/// A tracer in flight: process, report path, launch time, requested start.
+type Tracer = (Proc, PathBuf, u64, u64);
 
-/// Launch the tracer now so that its window covers about [from_ns, to_ns).
+/// Launch the tracer now, loaded and attached but tracing only from
+/// `from_ns` to about `to_ns`: its start-up (BPF load and verification,
+/// seconds of CPU under emulation, at RT priority) then happens before the
+/// experiment's windows instead of disturbing them.
 fn start_tracer(p: &RunParams, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, warnings: &mut Vec<String>) -> Option<Tracer> {
     let now = monotonic_ns();
     let opens = from_ns.max(now + TRACER_STARTUP_NS.load(Ordering::Relaxed));
     let win = to_ns.saturating_sub(TRACE_MARGIN_NS).saturating_sub(opens);
     if win < 500_000_000 {
-        warnings.push(format!(
-            "trace {tag}: phase too short to trace (tracer start-up {:.1} s; lengthen the phase)",
-            tracer_startup_estimate_s()
-        ));
+        warnings.push(format!("trace {tag}: phase too short to trace (lengthen the phase)"));
         return None;
     }
     let out = dir.join(format!("trace-{tag}.json"));
-    let Some(mut c) = tracer_command(p, dir, tag, win as f64 / 1e9, &out) else {
+    let Some(mut c) = tracer_command(p, dir, tag, win as f64 / 1e9, &out, Some(opens)) else {
         warnings.push("no tracer command".into());
         return None;
     };
     match Proc::spawn(&format!("tracer ({tag})"), &mut c) {
-        Ok(pr) => Some((pr, out, now)),
+        Ok(pr) => Some((pr, out, now, opens)),
         Err(e) => {
             warnings.push(format!("trace {tag}: {e:#}"));
             None
@@ -371,7 +373,7 @@ fn start_tracer(p: &RunParams, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, 
 }
 
 fn finish_tracer(t: Option<Tracer>, tag: &str, dir: &Path, warnings: &mut Vec<String>) -> Option<TraceFigures> {
-    let (mut pr, out, launched) = t?;
+    let (mut pr, out, launched, wanted) = t?;
     let st = match pr.wait_timeout(Duration::from_secs(60)) {
         Ok(Some(st)) => st,
         _ => {
@@ -388,9 +390,13 @@ fn finish_tracer(t: Option<Tracer>, tag: &str, dir: &Path, warnings: &mut Vec<St
     }
     match std::fs::read_to_string(&out).map_err(anyhow::Error::from).and_then(|s| parse_report(&s)) {
         Ok(mut t) => {
-            let startup = t.window_start_ns.saturating_sub(launched);
-            note_tracer_startup(startup);
-            t.startup_s = Some(startup as f64 / 1e9);
+            // Late: the start-up took longer than the lead it was given.
+            let late = t.window_start_ns.saturating_sub(wanted);
+            if late > 200_000_000 {
+                note_tracer_startup(t.window_start_ns.saturating_sub(launched));
+                warnings.push(format!("trace {tag}: window opened {:.2} s late (slow tracer start-up)", late as f64 / 1e9));
+            }
+            t.startup_s = Some(t.window_start_ns.saturating_sub(launched) as f64 / 1e9);
             for w in &t.warnings {
                 warnings.push(format!("trace {tag}: {w}"));
             }
@@ -535,8 +541,9 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     child_setup(&mut c, libc::SIGKILL, None);
     let mut server = Proc::spawn("lc-server", &mut c)?;
 
-    // client
-    let t0 = monotonic_ns() + 1_000_000_000;
+    // client; the tracers load before t0 (see start_tracer)
+    let lead = if p.trace == TraceMode::Off { 1_000_000_000 } else { 1_000_000_000 + TRACER_STARTUP_NS.load(Ordering::Relaxed) + TRACE_MARGIN_NS };
+    let t0 = monotonic_ns() + lead;
     let be_start = t0 + secs_ns(p.lc_alone_secs);
     let send_end = be_start + secs_ns(p.be_secs);
     o.t0_ns = t0;
@@ -558,6 +565,8 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         .arg(t0.to_string())
         .arg("--seed")
         .arg(o.seed.to_string())
+        .arg("--repeat-every-secs")
+        .arg(p.repeat_arrivals_secs.to_string())
         .arg("--records")
         .arg(dir.join("requests.csv"))
         .arg("--summary")
@@ -588,40 +597,20 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         p.service
     ));
 
-    // The rest of the timeline, in time order: tracer launches (early by
-    // their start-up time) and the BE start. Tracers may overlap.
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    enum Ev {
-        TraceLc,
-        Be,
-        TraceBe,
-    }
+    // Tracers: launched now, tracing from the start of each measurement window.
     let lc_from = t0 + secs_ns(p.warmup_secs);
     let be_from = be_start + secs_ns(p.settle_secs);
-    let mut events = vec![(be_start, Ev::Be)];
-    if p.trace == TraceMode::Both {
-        events.push((tracer_launch_ns(lc_from), Ev::TraceLc));
-    }
-    if p.trace != TraceMode::Off {
-        events.push((tracer_launch_ns(be_from), Ev::TraceBe));
-    }
-    events.sort();
-    let (mut tr_lc, mut tr_be, mut be) = (None, None, None);
-    for (at, ev) in events {
-        sleep_until_ns(at);
-        match ev {
-            Ev::TraceLc => tr_lc = start_tracer(p, dir, "lc", lc_from, be_start, &mut o.warnings),
-            Ev::TraceBe => tr_be = start_tracer(p, dir, "be", be_from, send_end, &mut o.warnings),
-            Ev::Be if has_be => {
-                be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
-                o.be_start_ns = Some(monotonic_ns());
-                say(&format!("BE started ({} threads, policy {})", p.be_threads, plan.be_policy));
-            }
-            Ev::Be => {
-                o.be_start_ns = Some(be_start);
-                say("second phase (no BE in this configuration)");
-            }
-        }
+    let tr_lc = if p.trace == TraceMode::Both { start_tracer(p, dir, "lc", lc_from, be_start, &mut o.warnings) } else { None };
+    let tr_be = if p.trace != TraceMode::Off { start_tracer(p, dir, "be", be_from, send_end, &mut o.warnings) } else { None };
+    let mut be = None;
+    sleep_until_ns(be_start);
+    if has_be {
+        be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
+        o.be_start_ns = Some(monotonic_ns());
+        say(&format!("BE started ({} threads, policy {})", p.be_threads, plan.be_policy));
+    } else {
+        o.be_start_ns = Some(be_start);
+        say("second phase (no BE in this configuration)");
     }
     let tr_lc_fig = finish_tracer(tr_lc, "lc", dir, &mut o.warnings);
 
@@ -833,6 +822,7 @@ pub fn tests_params() -> RunParams {
             tracer_rt_prio: 0,
             transport: "unix".into(),
             burn: "cpu-time".into(),
+            repeat_arrivals_secs: 0.0,
             iters_per_us: 1.0,
             drain_timeout_secs: 1.0,
             window_secs: 1.0,

@@ -126,6 +126,12 @@ pub struct TraceArgs {
     /// Include a per-task table (pid, comm, tier, run_ns, wait_ns) in the report
     #[arg(long)]
     pub per_task: bool,
+    /// Load and attach everything now, but start tracing only at this
+    /// CLOCK_MONOTONIC time (ns): the costly start-up (BPF load, under
+    /// emulation seconds of CPU) then happens before the window, not in it.
+    /// Used by `schedbe bench`.
+    #[arg(long, hide = true)]
+    pub start_at_ns: Option<u64>,
 }
 
 impl Default for TraceArgs {
@@ -137,6 +143,7 @@ impl Default for TraceArgs {
             no_default_be_cgroups: false,
             output: None,
             per_task: false,
+            start_at_ns: None,
         }
     }
 }
@@ -610,6 +617,12 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
     // the loaded object, read by the BPF programs concurrently.
     unsafe { std::ptr::write_volatile(&mut bss.nr_be_cgroups, be_matched as u32) };
 
+    // Wait (programs attached but off) until the requested start.
+    if let Some(at) = args.start_at_ns {
+        while monotonic_ns() < at {
+            std::thread::sleep(Duration::from_nanos((at - monotonic_ns().min(at)).min(POLL_NS)));
+        }
+    }
     // Start all programs at once, then snapshot the current state.
     let trace_start = monotonic_ns();
     unsafe { std::ptr::write_volatile(&mut bss.tracing_on, 1) };
