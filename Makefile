@@ -3,10 +3,12 @@
 #   setup      install the toolchain, QEMU, virtme-ng, stress-ng... (root, Debian 12)
 #              and fetch a Debian kernel with sched_ext into .cache/kernel
 #   build      cargo build --release --workspace (--locked when Cargo.lock exists)
-#   test       setup, build, cargo tests, host-side tests, then the VM suite in one boot
+#   test       setup, build, cargo tests, host-side tests, the VM suite in one boot, then
+#              the figures of the suite's bench run, drawn on the host
 #   test-vm    only the VM suite; T="tests/test_cli.py -k exec" picks tests
-#   demo       setup, build, then schedbe next to an LC + BE load in the VM, with
-#              live stats and the tracer's verdict (schedbe vs EEVDF)
+#   demo       setup, build, then the papers' srv-bg experiment at ~85% load in a
+#              2-vCPU VM (weights, sched-idle, schedbe; schedbe bench): prints the
+#              summary table and where the figures are (< 15 min on 2 cores)
 #   vm-shell   an interactive shell in the guest
 #   clean      cargo clean and results/tmp; distclean also drops the cached kernel
 SHELL := /bin/bash
@@ -21,9 +23,10 @@ VM := scripts/vm.sh
 VM_CPUS ?= 4
 VM_MEM ?= 2G
 VM_TIMEOUT ?= 2700
+DEMO_CPUS ?= 2
 T ?=
 
-.PHONY: setup build test test-unit test-host test-vm demo vm-shell clean distclean
+.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo vm-shell clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -37,21 +40,30 @@ test: setup
 	$(MAKE) test-unit
 	$(MAKE) test-host
 	$(MAKE) test-vm
+	$(MAKE) test-bench-plot
 
 test-unit:
 	$(CARGO) test --release --workspace $(LOCKED)
 
 # Tests that need no sched_ext (bad input on this kernel, ...); the rest are skipped.
 test-host:
-	$(PYTEST) -v -rs -m "not vm" tests
+	$(PYTEST) -v -rs -m "not vm and not bench_plot" tests
 
 # The whole suite in one guest with 4 vCPUs (or natively when this kernel has sched_ext).
 test-vm:
 	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout $(VM_TIMEOUT) -- tests/run-vm-suite.sh $(T)
 
+# The figures of the VM suite's `schedbe bench srv-bg --quick` run (tests/test_bench.py),
+# drawn here: matplotlib under emulation takes minutes per figure.
+test-bench-plot:
+	SCHEDBE_REQUIRE_BENCH=1 $(PYTEST) -v -rs -m bench_plot tests
+
 demo: setup
 	$(MAKE) build
-	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout 900 -- scripts/demo.sh
+	$(VM) --cpus $(DEMO_CPUS) --mem $(VM_MEM) --timeout 840 -- scripts/demo.sh
+	@echo "== figures (drawn on the host)"
+	@target/release/schedbe bench plot results/tmp/demo/srv-bg | sed 's/^/figure:  /'
+	@echo "summary: results/tmp/demo/srv-bg/summary.md"
 
 vm-shell:
 	$(VM) --shell --cpus $(VM_CPUS) --mem $(VM_MEM)

@@ -3,6 +3,7 @@
 Markers:
   vm      needs a kernel with sched_ext (runs in the VM: `make test-vm`)
   cgroup  needs cgroup v2 with the cpu controller at /sys/fs/cgroup
+  bench_plot  draws the figures of the VM suite's bench run on the host, after it
 
 Outside the VM, tests whose requirements are missing are skipped. Inside it
 (SCHEDBE_REQUIRE_SCX=1, set by tests/run-vm-suite.sh) a missing requirement is a
@@ -25,6 +26,7 @@ REQUIRE = os.environ.get("SCHEDBE_REQUIRE_SCX") == "1"
 def pytest_configure(config):
     config.addinivalue_line("markers", "vm: needs a kernel with sched_ext (runs in the VM)")
     config.addinivalue_line("markers", "cgroup: needs cgroup v2 with the cpu controller")
+    config.addinivalue_line("markers", "bench_plot: on the host, after the VM suite (make test-bench-plot)")
 
 
 def _cgroup_ok():

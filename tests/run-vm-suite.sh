@@ -10,5 +10,6 @@ export SCHEDBE_REQUIRE_SCX=1
 out=results/tmp/tests
 mkdir -p "$out"
 (($#)) || set -- tests
-exec chrt -f -R 50 /usr/bin/python3 -m pytest -p no:cacheprovider -v -rfEs \
+# bench_plot tests draw figures on the host afterwards (make test-bench-plot).
+exec chrt -f -R 50 /usr/bin/python3 -m pytest -p no:cacheprovider -v -rfEs -m "not bench_plot" \
     --durations=0 --junitxml="$out/junit.xml" "$@"

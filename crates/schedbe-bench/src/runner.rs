@@ -438,6 +438,34 @@ fn start_be(p: &RunParams, plan: &Plan, be_cg: Option<&Path>, dir: &Path) -> Res
     Proc::spawn("be-worker", &mut c)
 }
 
+/// A run starts only when the spin loop runs at least this fraction of its
+/// calibrated speed (else it waits), and is repeated when the speed is below
+/// it after the run.
+pub const QUIET_SPEED: f64 = 0.9;
+
+/// The spin loop's speed now, relative to the calibration.
+pub fn speed_now(p: &RunParams) -> f64 {
+    crate::spin::calibrate(5, 20.0).iters_per_us / p.iters_per_us
+}
+
+/// Wait (up to `max`) until the spin loop runs at `min` of its calibrated
+/// speed; returns the last speed measured.
+pub fn wait_for_speed(p: &RunParams, min: f64, max: Duration) -> f64 {
+    let deadline = monotonic_ns() + max.as_nanos() as u64;
+    let mut said = false;
+    loop {
+        let s = speed_now(p);
+        if s >= min || monotonic_ns() >= deadline {
+            return s;
+        }
+        if !said {
+            eprintln!("bench: the machine is busy (spin loop at {:.0}% of its calibrated speed); waiting up to {:.0} s", 100.0 * s, max.as_secs_f64());
+            said = true;
+        }
+        std::thread::sleep(Duration::from_secs(3));
+    }
+}
+
 /// Run one configuration once. Errors that make the run meaningless are
 /// returned in `RunOutcome::error` (the experiment goes on with the others).
 pub fn run_one(p: &RunParams, cfg: &Config, rep: usize, run_idx: usize, cgroups: Option<&Cgroups>, out_dir: &Path) -> RunOutcome {
@@ -460,9 +488,9 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     let say = |msg: &str| eprintln!("bench: {tag} {msg}");
 
     // Has the machine's speed drifted since the calibration? (Same thread,
-    // same policy as the calibration: this orchestrator.)
-    let check = crate::spin::calibrate(5, 20.0);
-    let speed = check.iters_per_us / p.iters_per_us;
+    // same policy as the calibration: this orchestrator.) Wait a while for
+    // a busy host (e.g. a build next to the VM) to calm down.
+    let speed = wait_for_speed(p, QUIET_SPEED, Duration::from_secs(180));
     o.speed_vs_calibration = Some(speed);
     if !(0.8..=1.25).contains(&speed) {
         o.warnings.push(format!(
