@@ -104,6 +104,10 @@ def main():
     width = data["params"].get("window_secs", 1.0)
     with_be = data["params"].get("with_be", True)
     util = data["params"].get("util", 0)
+    # Label: the offered LC load, and the machine's measured utilization before
+    # BE (tracer: not idle) when known, e.g. "LC 67% (busy 82%)".
+    busy = [a["busy_pct_lc_phase"]["median"] for a in data.get("aggregates", []) if a.get("busy_pct_lc_phase")]
+    load_label = f"LC {util:.0%}" + (f" (busy {sorted(busy)[len(busy) // 2]:.0f}%)" if busy else "")
     names = [n for n, _ in data.get("configs", [])]
     runs = data.get("runs", [])
     reps = {n: representative([r for r in runs if r["config"] == n]) for n in names}
@@ -126,7 +130,7 @@ def main():
         a1.legend(loc="upper left", fontsize=8)
         ratio = r.get("mean_ratio")
         a1.set_title(
-            f"{exp} {n} ({label_of(data, n)}), {util:.0%} load, rep {r['rep'] + 1}"
+            f"{exp} {n} ({label_of(data, n)}), {load_label} load, rep {r['rep'] + 1}"
             + (f", mean x{ratio:.2f}" if ratio else ""),
             fontsize=9,
         )
@@ -150,7 +154,7 @@ def main():
                 axes[0][i].set_ylabel("LC latency (ms)")
                 axes[0][i].legend(loc="upper left", fontsize=8)
         fig.suptitle(f"{exp}: LC latency per {width:g} s window (mean, p99) and BE throughput; "
-                     f"dashed = BE start, {util:.0%} load", fontsize=9)
+                     f"dashed = BE start, {load_label} load", fontsize=9)
         fig.tight_layout()
         f = f"{exp}-timelines.png"
         fig.savefig(os.path.join(d, f), dpi=110)
@@ -187,7 +191,9 @@ def main():
             ax.set_xticklabels(labels, rotation=20, fontsize=8)
             ax.set_title(title, fontsize=10)
             ax.grid(axis="y", alpha=0.3)
-            ax.legend(fontsize=8)
+            # headroom above the bars for the ratio labels, legend below them
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.35)
+            ax.legend(fontsize=8, loc="upper right", ncol=2)
         if has_inv:
             ax = axes[2]
             v = [med(a, "inversion_pct") for a in aggs]
@@ -197,7 +203,7 @@ def main():
             ax.set_title("inversion: BE runs while LC waits\n(% of CPU time, tracer, BE phase)", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
         reps_n = max(a["runs_ok"] for a in aggs)
-        fig.suptitle(f"{exp}, {util:.0%} load: median over {reps_n} repetition(s), whiskers min-max", fontsize=9)
+        fig.suptitle(f"{exp}, {load_label} load: median over {reps_n} repetition(s), whiskers min-max", fontsize=9)
         fig.tight_layout()
         f = f"{exp}-cmp.png"
         fig.savefig(os.path.join(d, f), dpi=110)
@@ -226,7 +232,7 @@ def main():
             ax.set_ylabel("after / before")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-            ax.set_title(f"weight sweep, {util:.0%} load", fontsize=10)
+            ax.set_title(f"weight sweep, {load_label} load", fontsize=10)
             fig.tight_layout()
             f = "weight-sweep-ratio.png"
             fig.savefig(os.path.join(d, f), dpi=110)
