@@ -8,6 +8,7 @@
 #   demo       setup, build, then schedbe next to an LC + BE load in the VM, with
 #              live stats and the tracer's verdict (schedbe vs EEVDF)
 #   vm-shell   an interactive shell in the guest
+#   install    the binary to $(PREFIX)/bin (/usr/local) and the systemd unit
 #   clean      cargo clean and results/tmp; distclean also drops the cached kernel
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -23,7 +24,7 @@ VM_MEM ?= 2G
 VM_TIMEOUT ?= 2700
 T ?=
 
-.PHONY: setup build test test-unit test-host test-vm demo vm-shell clean distclean
+.PHONY: setup build test test-unit test-host test-vm demo vm-shell install clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -52,6 +53,15 @@ test-vm:
 demo: setup
 	$(MAKE) build
 	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout 900 -- scripts/demo.sh
+
+# The binary and the systemd unit (packaging/systemd/schedbe.service).
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 target/release/schedbe $(DESTDIR)$(PREFIX)/bin/schedbe
+	install -d $(DESTDIR)/etc/systemd/system
+	sed 's|/usr/local/bin/schedbe|$(PREFIX)/bin/schedbe|g' packaging/systemd/schedbe.service \
+		> $(DESTDIR)/etc/systemd/system/schedbe.service
+	@echo "installed; enable with: systemctl daemon-reload && systemctl enable --now schedbe"
 
 vm-shell:
 	$(VM) --shell --cpus $(VM_CPUS) --mem $(VM_MEM)

@@ -143,17 +143,53 @@ fn contains(anc: &str, rel: &str) -> bool {
     anc.is_empty() || rel == anc || rel.starts_with(&format!("{anc}/"))
 }
 
-/// Aggregate idle time from /proc/stat (idle + iowait), in seconds.
-fn idle_secs() -> Result<f64> {
+/// Per-CPU idle time from /proc/stat (idle + iowait), in seconds, indexed
+/// by CPU number (CPUs missing from the file, i.e. offline, read as 0).
+fn idle_secs_per_cpu() -> Result<Vec<f64>> {
     let s = std::fs::read_to_string("/proc/stat").context("cannot read /proc/stat")?;
-    let line = s.lines().next().filter(|l| l.starts_with("cpu ")).context("/proc/stat has no cpu line")?;
-    let f: Vec<f64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    if f.len() < 5 {
-        bail!("unexpected /proc/stat cpu line: {line}");
-    }
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Ok((f[3] + f[4]) / hz)
+    let mut out = Vec::new();
+    for line in s.lines().filter(|l| l.starts_with("cpu") && !l.starts_with("cpu ")) {
+        let mut it = line.split_whitespace();
+        let Some(cpu) = it.next().and_then(|c| c[3..].parse::<usize>().ok()) else { continue };
+        let f: Vec<f64> = it.filter_map(|x| x.parse().ok()).collect();
+        if f.len() < 5 {
+            bail!("unexpected /proc/stat line: {line}");
+        }
+        if out.len() <= cpu {
+            out.resize(cpu + 1, 0.0);
+        }
+        out[cpu] = (f[3] + f[4]) / hz;
+    }
+    Ok(out)
+}
+
+/// The CPUs any thread in cgroup `dir` (or below) may run on, and how many
+/// threads there are.
+fn usable_cpus(dir: &Path) -> (Vec<usize>, usize) {
+    let mut set = std::collections::BTreeSet::new();
+    let mut nthreads = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let tids = std::fs::read_to_string(d.join("cgroup.threads")).unwrap_or_default();
+        for tid in tids.lines().filter_map(|t| t.trim().parse::<libc::pid_t>().ok()) {
+            nthreads += 1;
+            // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+            let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            if unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) } == 0 {
+                for c in 0..libc::CPU_SETSIZE as usize {
+                    if unsafe { libc::CPU_ISSET(c, &mask) } {
+                        set.insert(c);
+                    }
+                }
+            }
+        }
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            todo.extend(rd.flatten().filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false)).map(|e| e.path()));
+        }
+    }
+    (set.into_iter().collect(), nthreads)
 }
 
 /// Counters for the stats.
@@ -165,14 +201,23 @@ pub struct ParkCounts {
     pub unpark_events: u64,
 }
 
+/// A parked cgroup.
+struct Parked {
+    since: Instant,
+    /// CPUs its threads may use (affinity, cpusets): only idle time there
+    /// is room for them. Empty: unknown, use every CPU.
+    cpus: Vec<usize>,
+    /// How long those CPUs have had idle capacity without a break.
+    idle_streak: Duration,
+}
+
 pub struct Parker {
     s: ParkSettings,
-    /// Parked cgroup -> when.
-    parked: BTreeMap<String, Instant>,
+    parked: BTreeMap<String, Parked>,
     own: String,
     warned: HashSet<String>,
-    last_sample: Option<(Instant, f64)>,
-    idle_streak: Duration,
+    last_sample: Option<(Instant, Vec<f64>)>,
+    ticks: u64,
     park_events: u64,
     unpark_events: u64,
 }
@@ -190,7 +235,7 @@ impl Parker {
             own: own_cgroup(),
             warned: HashSet::new(),
             last_sample: None,
-            idle_streak: Duration::ZERO,
+            ticks: 0,
             park_events: 0,
             unpark_events: 0,
         })
@@ -228,7 +273,11 @@ impl Parker {
             Err(e) => return self.warn_once(rel, format!("cannot park /{rel}: {e:#}")),
         }
         // Write-ahead: record it before freezing, so no exit path can lose it.
-        self.parked.insert(rel.to_string(), Instant::now());
+        let (cpus, nthreads) = usable_cpus(&Path::new(CGROUP_ROOT).join(rel));
+        if nthreads == 0 {
+            return; // the starved task has left (or exited); freezing would trap newcomers
+        }
+        self.parked.insert(rel.to_string(), Parked { since: Instant::now(), cpus, idle_streak: Duration::ZERO });
         let res = self.save().and_then(|_| write_freeze(rel, true));
         if let Err(e) = res {
             self.parked.remove(rel);
@@ -236,58 +285,90 @@ impl Parker {
             return self.warn_once(rel, format!("cannot park /{rel}: {e:#}"));
         }
         self.park_events += 1;
-        self.idle_streak = Duration::ZERO;
         info!("parked /{rel}: its BE tasks starved under LC load");
     }
 
-    /// Sample idle capacity; thaw everything once LC has left at least the
-    /// configured idle capacity for the hysteresis period.
+    /// Sample idle capacity; thaw a parked cgroup once the CPUs it may use
+    /// have had at least the configured idle capacity for the hysteresis
+    /// period. (Only idle time its threads could use counts: a BE task
+    /// pinned next to an LC hog would otherwise flap between parked and
+    /// starved.)
     pub fn tick(&mut self) {
         let now = Instant::now();
-        let idle = match idle_secs() {
+        let idle = match idle_secs_per_cpu() {
             Ok(v) => v,
             Err(e) => return self.warn_once("/proc/stat", format!("{e:#}")),
         };
-        let Some((t0, i0)) = self.last_sample.replace((now, idle)) else { return };
+        let Some((t0, i0)) = self.last_sample.replace((now, idle.clone())) else { return };
         let dt = now.duration_since(t0);
-        if self.parked.is_empty() || dt.is_zero() {
-            self.idle_streak = Duration::ZERO;
+        if dt.is_zero() {
             return;
         }
-        let idle_cpus = (idle - i0).max(0.0) / dt.as_secs_f64();
-        if idle_cpus >= self.s.unpark_idle_cpus {
-            self.idle_streak += dt;
-        } else {
-            self.idle_streak = Duration::ZERO;
+        let idle_on = |c: usize| (idle.get(c).copied().unwrap_or(0.0) - i0.get(c).copied().unwrap_or(0.0)).max(0.0);
+        let mut thaw = Vec::new();
+        let mut empty = Vec::new();
+        // Tasks come and go, and affinities change: refresh about every second.
+        self.ticks += 1;
+        let refresh = self.ticks % 10 == 0;
+        for (rel, p) in self.parked.iter_mut() {
+            if refresh {
+                let (cpus, n) = usable_cpus(&Path::new(CGROUP_ROOT).join(rel));
+                if n == 0 {
+                    // Nothing left to park; staying frozen would only trap newcomers.
+                    empty.push(rel.clone());
+                    continue;
+                }
+                p.cpus = cpus;
+            }
+            let secs: f64 = if p.cpus.is_empty() { (0..idle.len()).map(idle_on).sum() } else { p.cpus.iter().map(|&c| idle_on(c)).sum() };
+            if secs / dt.as_secs_f64() >= self.s.unpark_idle_cpus {
+                p.idle_streak += dt;
+            } else {
+                p.idle_streak = Duration::ZERO;
+            }
+            if p.idle_streak >= self.s.unpark_after {
+                thaw.push(rel.clone());
+            }
         }
-        if self.idle_streak >= self.s.unpark_after {
-            let why = format!("LC left >= {:.2} CPU idle for {:.1} s", self.s.unpark_idle_cpus, self.idle_streak.as_secs_f64());
-            self.unpark_all(&why);
+        if !empty.is_empty() {
+            self.unpark(&empty, "no tasks left in it");
+        }
+        if !thaw.is_empty() {
+            let why = format!("LC left >= {:.2} CPU idle where it may run for {} ms", self.s.unpark_idle_cpus, self.s.unpark_after.as_millis());
+            self.unpark(&thaw, &why);
         }
     }
 
-    /// Thaw every parked cgroup. Cgroups that could not be thawed stay in
-    /// the state file for the next attempt (or the guardian, or next start).
-    pub fn unpark_all(&mut self, why: &str) {
-        if self.parked.is_empty() {
-            return;
-        }
-        let mut kept = BTreeMap::new();
-        for (rel, since) in std::mem::take(&mut self.parked) {
-            match write_freeze(&rel, false) {
-                Ok(_) => info!("unparked /{rel} after {:.1} s ({why})", since.elapsed().as_secs_f64()),
+    /// Thaw the given parked cgroups. Those that could not be thawed stay
+    /// in the state file for the next attempt (or the guardian, or the next
+    /// start).
+    fn unpark(&mut self, which: &[String], why: &str) {
+        let mut done = false;
+        for rel in which {
+            let Some(p) = self.parked.remove(rel) else { continue };
+            match write_freeze(rel, false) {
+                Ok(_) => {
+                    info!("unparked /{rel} after {:.1} s ({why})", p.since.elapsed().as_secs_f64());
+                    self.unpark_events += 1;
+                    done = true;
+                }
                 Err(e) => {
                     warn!("cannot unpark /{rel}: {e:#}");
-                    kept.insert(rel, since);
+                    self.parked.insert(rel.clone(), p);
                 }
             }
         }
-        self.parked = kept;
-        self.unpark_events += 1;
-        self.idle_streak = Duration::ZERO;
-        if let Err(e) = self.save() {
-            warn!("{e:#}");
+        if done {
+            if let Err(e) = self.save() {
+                warn!("{e:#}");
+            }
         }
+    }
+
+    /// Thaw every parked cgroup.
+    pub fn unpark_all(&mut self, why: &str) {
+        let all: Vec<String> = self.parked.keys().cloned().collect();
+        self.unpark(&all, why);
     }
 
     pub fn counts(&self) -> ParkCounts {

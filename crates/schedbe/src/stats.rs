@@ -67,7 +67,7 @@ pub struct Metrics {
     pub parked_tasks: u64,
     #[stat(desc = "Cgroups parked")]
     pub park_events: u64,
-    #[stat(desc = "Unpark events (all parked cgroups thawed)")]
+    #[stat(desc = "Cgroups unparked")]
     pub unpark_events: u64,
     #[stat(desc = "Cgroups matching the BE path patterns")]
     pub be_cgroups: u64,

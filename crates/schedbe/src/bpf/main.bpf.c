@@ -31,9 +31,11 @@
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
  *         guard slice, so the sched_ext watchdog never fires; the CPU time
  *         this costs LC is counted (guard_ns).
- *  parking: a BE task queued longer than park_after_ns is reported (its
- *         cgroup id, in starved_cgrps) to userspace, which freezes its BE
- *         cgroup (park.rs). A frozen task is not runnable, so it costs
+ *  parking: a BE task starved for park_after_ns is reported (its cgroup id,
+ *         in starved_cgrps) to userspace, which freezes its BE cgroup
+ *         (park.rs). Starved: runnable all that time without once running
+ *         for be_progress_ns in a row; crumbs (a BE task that starts and
+ *         yields at once because LC shows up) are not progress. A frozen task is not runnable, so it costs
  *         neither CPU nor watchdog. The freezer stops a task only on its way
  *         back to user space, so a task with a freeze pending
  *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
@@ -63,6 +65,7 @@ const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
 const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
 const volatile u64 park_after_ns = 0;	/* 0: parking off */
+const volatile u64 be_progress_ns = 5ULL * 1000 * 1000;
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
 
@@ -75,12 +78,15 @@ private(SCHEDBE) struct bpf_cpumask __kptr *be_cpus;
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
 	u64 enq_at;		/* BE: when queued (starvation guard) */
+	u64 starve_since;	/* BE: runnable without progress since (parking); 0: not */
+	u64 run_start;		/* when the current stint on a CPU began */
 	u64 runnable_at;	/* LC: start of unaccounted runnable time */
 	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
 	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
 	u8 tier_valid;
 	u8 guarded;		/* running on a guard slice */
 	u8 lc_runnable;		/* LC runnable-time accounting active */
+	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
 };
 
 struct {
@@ -207,7 +213,10 @@ static __always_inline bool sched_as_be(struct task_struct *p)
  */
 static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 {
-	u8 tier = sched_as_be(p) ? TIER_BE : TIER_LC;
+	bool rule_be = tier_task_is_be(p), freezing = rule_be && task_freezing(p);
+	u8 tier = rule_be && !freezing && !task_dying(p) ? TIER_BE : TIER_LC;
+
+	tctx->freeze_boost = freezing;
 
 	if (tctx->tier_valid && tctx->tier != tier)
 		scx_bpf_task_set_dsq_vtime(p, tier == TIER_BE ? be_vtime_now : lc_vtime_now);
@@ -337,7 +346,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu;
 
 	if (!tctx || classify(p, tctx) == TIER_LC) {
-		if (task_freezing(p) && tier_task_is_be(p))
+		if (tctx && tctx->freeze_boost)
 			STAT_ADD(freeze_boosts, 1);
 		/* A sleeper keeps at most one slice of credit. */
 		floor = lc_vtime_now - lc_slice_ns;
@@ -349,6 +358,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	tctx->enq_at = bpf_ktime_get_ns();
+	if (!tctx->starve_since)
+		tctx->starve_since = tctx->enq_at;
 	floor = be_vtime_now - be_slice_ns;
 	if (time_before(vtime, floor))
 		vtime = floor;
@@ -373,6 +384,16 @@ static bool consume_tier(u32 base, s32 cpu)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Has @limit passed between @since and @now? Signed: a task enqueued on
+ * another CPU after @now was read has @since > @now, which must read as "no
+ * wait yet", not as an unsigned wrap to a huge wait.
+ */
+static __always_inline bool waited(u64 now, u64 since, u64 limit)
+{
+	return (s64)(now - since) >= (s64)limit;
 }
 
 /* Tell userspace that @p's cgroup has a starved BE task (see "parking"). */
@@ -414,11 +435,12 @@ static bool guard_rescue(s32 cpu)
 			tctx = task_ctx(p);
 			if (!tctx)
 				continue;
-			if (park_after_ns && now - tctx->enq_at >= park_after_ns)
+			if (park_after_ns && tctx->starve_since &&
+			    waited(now, tctx->starve_since, park_after_ns))
 				report_starved(p, now);
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
-			starving = now - tctx->enq_at >= starvation_limit_ns;
+			starving = waited(now, tctx->enq_at, starvation_limit_ns);
 			if (!starving && sched_as_be(p))
 				continue;
 			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
@@ -494,6 +516,7 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->started_at = bpf_ktime_get_ns();
+	tctx->run_start = tctx->started_at;
 	if (tctx->tier == TIER_BE) {
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -556,13 +579,17 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct bpf_cpumask *be = be_cpus;
+	u64 now = bpf_ktime_get_ns();
 
 	if (!tctx)
 		return;
 	if (be)
 		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
-	charge(p, tctx, bpf_ktime_get_ns());
+	charge(p, tctx, now);
 	tctx->guarded = 0;
+	/* Starvation (parking) ends when the task sleeps or makes real progress. */
+	if (!runnable || now - tctx->run_start >= be_progress_ns)
+		tctx->starve_since = 0;
 }
 
 /* LC runnable-load accounting for weight flattening (BE does not count). */
