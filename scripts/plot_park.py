@@ -46,7 +46,7 @@ def main():
     ax.set_ylim(bottom=0)
     ax.set_title(f"park-resume: parked {rep['parked_s']:.0f} s, {rep['steps_while_parked']} steps while parked "
                  f"({rep['machine']}, {rep['nr_cpus']} CPUs)", fontsize=9)
-    ax.legend(loc="upper right", fontsize=7)
+    ax.legend(loc="upper center", fontsize=7)
     fig.tight_layout()
     out = d / "park-resume.png"
     fig.savefig(out, dpi=120)

@@ -471,7 +471,7 @@ pub fn run(a: &ParkArgs) -> Result<()> {
         let mut cands = vec![PathBuf::from("scripts/plot_park.py")];
         cands.extend(me.ancestors().skip(1).map(|d| d.join("scripts/plot_park.py")));
         let script = cands.into_iter().find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("scripts/plot_park.py"));
-        match Command::new("/usr/bin/python3").arg(&script).arg(&out).status() {
+        match Command::new("/usr/bin/python3").arg(&script).arg(&out).env("MPLCONFIGDIR", std::env::temp_dir().join("schedbe-mpl")).status() {
             Ok(s) if s.success() => println!("figure: {}", out.join("park-resume.png").display()),
             Ok(s) => eprintln!("park-resume: plotting failed ({s}); data is in {}", out.display()),
             Err(e) => eprintln!("park-resume: cannot run {}: {e}", script.display()),

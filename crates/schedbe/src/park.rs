@@ -294,6 +294,10 @@ impl Parker {
     /// pinned next to an LC hog would otherwise flap between parked and
     /// starved.)
     pub fn tick(&mut self) {
+        if self.parked.is_empty() {
+            self.last_sample = None; // nothing to unpark: save the /proc/stat read
+            return;
+        }
         let now = Instant::now();
         let idle = match idle_secs_per_cpu() {
             Ok(v) => v,
