@@ -10,6 +10,7 @@
 #              2-vCPU VM (weights, sched-idle, schedbe; schedbe bench): prints the
 #              summary table and where the figures are (< 15 min on 2 cores)
 #   vm-shell   an interactive shell in the guest
+#   install    the binary to $(PREFIX)/bin (/usr/local) and the systemd unit
 #   clean      cargo clean and results/tmp; distclean also drops the cached kernel
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -26,7 +27,7 @@ VM_TIMEOUT ?= 2700
 DEMO_CPUS ?= 2
 T ?=
 
-.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo vm-shell clean distclean
+.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo vm-shell install clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -64,6 +65,15 @@ demo: setup
 	@echo "== figures (drawn on the host)"
 	@target/release/schedbe bench plot results/tmp/demo/srv-bg | sed 's/^/figure:  /'
 	@echo "summary: results/tmp/demo/srv-bg/summary.md"
+
+# The binary and the systemd unit (packaging/systemd/schedbe.service).
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 target/release/schedbe $(DESTDIR)$(PREFIX)/bin/schedbe
+	install -d $(DESTDIR)/etc/systemd/system
+	sed 's|/usr/local/bin/schedbe|$(PREFIX)/bin/schedbe|g' packaging/systemd/schedbe.service \
+		> $(DESTDIR)/etc/systemd/system/schedbe.service
+	@echo "installed; enable with: systemctl daemon-reload && systemctl enable --now schedbe"
 
 vm-shell:
 	$(VM) --shell --cpus $(VM_CPUS) --mem $(VM_MEM)

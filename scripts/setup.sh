@@ -12,10 +12,11 @@ fi
 
 # udev is not needed: scripts/vm.sh does not rely on the guest's virtio-port
 # symlinks, and installing it in a container can fail in its postinst.
-# python3-pytest runs the test suite (tests/), make runs the top-level targets.
+# python3-pytest runs the test suite (tests/), make runs the top-level targets,
+# systemd's systemd-analyze verifies the shipped unit (packaging/systemd).
 PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config kmod
       stress-ng busybox-static python3-venv python3-pytest python3-matplotlib
-      rt-tests util-linux procps make ca-certificates)
+      rt-tests util-linux procps make ca-certificates systemd)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

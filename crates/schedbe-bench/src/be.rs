@@ -129,6 +129,22 @@ impl ResizeJob {
         self.resizer.resize(&self.src, &mut self.dst, &self.opts).map_err(|e| anyhow::anyhow!("resize: {e}"))
     }
 
+    /// One step of a dependent chain (the park-resume job): resize, fold the
+    /// output into `acc` (FNV-1a), and let the result perturb one source byte,
+    /// so each step depends on every step before it: a lost, repeated or
+    /// corrupted step changes the final value.
+    pub fn chain_step(&mut self, acc: u64) -> Result<u64> {
+        self.step()?;
+        let mut h = acc ^ 0xcbf2_9ce4_8422_2325;
+        for &b in self.dst.buffer() {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        let src = self.src.buffer_mut();
+        let i = (h % src.len() as u64) as usize;
+        src[i] ^= (h >> 56) as u8 | 1;
+        Ok(h)
+    }
+
     pub fn cpu_extensions(&self) -> String {
         format!("{:?}", self.resizer.cpu_extensions())
     }

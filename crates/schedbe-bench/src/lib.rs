@@ -16,6 +16,7 @@
 //! - `tracer`: running `schedbe trace` and reading its report
 //! - `runner`: one configuration, one repetition
 //! - `experiment`: srv-bg, weight-sweep, overload, lc-alone
+//! - `park`: park-resume (a parked BE job resumes and answers correctly)
 //! - `report`: aggregation, markdown summary, CSVs
 //!
 //! The helpers are this same binary re-executed (`current_exe() bench
@@ -29,6 +30,7 @@ pub mod configs;
 pub mod endpoint;
 pub mod experiment;
 pub mod load;
+pub mod park;
 pub mod proto;
 pub mod report;
 pub mod runner;
@@ -60,6 +62,9 @@ pub enum BenchCmd {
     Overload(ExpArgs),
     /// The cost of schedbe without BE: eevdf vs schedbe, LC alone throughout.
     LcAlone(ExpArgs),
+    /// A BE job serving a client over TCP is parked for minutes by an LC
+    /// antagonist, then resumes and answers correctly (papers: parked-kubernetes)
+    ParkResume(park::ParkArgs),
     /// Measure the spin loop's speed here and print it (JSON)
     Calibrate {
         #[arg(long, default_value_t = 11)]
@@ -84,6 +89,9 @@ pub enum BenchCmd {
     /// Helper: the BE image-resizing workload
     #[command(hide = true)]
     BeWorker(be::BeArgs),
+    /// Helper: the park-resume BE job server
+    #[command(hide = true)]
+    JobServer(park::JobServerArgs),
 }
 
 /// Entry point for `schedbe bench`.
@@ -116,5 +124,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::LcServer(a) => server::run(a),
         BenchCmd::Client(a) => client::run(a),
         BenchCmd::BeWorker(a) => be::run(a),
+        BenchCmd::ParkResume(a) => park::run(a),
+        BenchCmd::JobServer(a) => park::job_server(a),
     }
 }

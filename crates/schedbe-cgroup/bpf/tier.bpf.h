@@ -34,8 +34,15 @@ static __always_inline bool tier_tg_idle(struct task_struct *p)
 
 	if (!bpf_core_field_exists(struct task_group, idle))
 		return false;
+	/*
+	 * bpf_for (an open-coded iterator), not a constant-bound loop: the
+	 * verifier checks the body once instead of once per level, which keeps
+	 * load time down (this runs inlined in several callbacks).
+	 */
 	tg = BPF_CORE_READ(p, sched_task_group);
-	for (i = 0; i < SCHEDBE_MAX_CGRP_DEPTH && tg; i++) {
+	bpf_for(i, 0, SCHEDBE_MAX_CGRP_DEPTH) {
+		if (!tg)
+			break;
 		if (BPF_CORE_READ(tg, idle))
 			return true;
 		tg = BPF_CORE_READ(tg, parent);
@@ -54,7 +61,7 @@ static __always_inline bool tier_cgroup_listed(struct task_struct *p)
 	if (!cgrp)
 		return false;
 	level = BPF_CORE_READ(cgrp, level);
-	for (i = 1; i < SCHEDBE_MAX_CGRP_DEPTH; i++) {
+	bpf_for(i, 1, SCHEDBE_MAX_CGRP_DEPTH) {
 		if (i > level)
 			break;
 		anc = NULL;

@@ -28,6 +28,16 @@ pub struct Config {
     pub rescan_ms: u64,
     /// How often to recompute the flattened LC cgroup weights.
     pub flatten_ms: u64,
+    /// Park (freeze) BE cgroups whose tasks starve under LC overload.
+    pub park: bool,
+    /// A BE task runnable but not run for this long gets its cgroup parked.
+    pub park_after_ms: u64,
+    /// Parked cgroups are thawed once LC has left idle capacity this long.
+    pub unpark_after_ms: u64,
+    /// Idle capacity, in percent of one CPU, that counts for unparking.
+    pub unpark_idle_pct: u64,
+    /// Where schedbe records the cgroups it froze (thawed at the next start).
+    pub state_file: String,
 }
 
 impl Default for Config {
@@ -41,6 +51,11 @@ impl Default for Config {
             guard_slice_us: 2_000,
             rescan_ms: 1000,
             flatten_ms: 250,
+            park: true,
+            park_after_ms: 1000,
+            unpark_after_ms: 500,
+            unpark_idle_pct: 10,
+            state_file: crate::park::DEFAULT_STATE_FILE.to_string(),
         }
     }
 }
@@ -66,6 +81,19 @@ impl Config {
         check_range("starvation_limit_ms", self.starvation_limit_ms, 100, MAX_STARVATION_LIMIT_MS)?;
         check_range("rescan_ms", self.rescan_ms, 10, 10_000)?;
         check_range("flatten_ms", self.flatten_ms, 10, 10_000)?;
+        check_range("park_after_ms", self.park_after_ms, 100, MAX_STARVATION_LIMIT_MS)?;
+        check_range("unpark_after_ms", self.unpark_after_ms, 100, 3_600_000)?;
+        check_range("unpark_idle_pct", self.unpark_idle_pct, 1, 100)?;
+        if self.park && self.park_after_ms >= self.starvation_limit_ms {
+            bail!(
+                "park_after_ms ({}) must be below starvation_limit_ms ({}): the guard slice would keep resetting the wait, so nothing would ever park",
+                self.park_after_ms,
+                self.starvation_limit_ms
+            );
+        }
+        if !self.state_file.starts_with('/') {
+            bail!("state_file must be an absolute path, got {:?}", self.state_file);
+        }
         self.rules()?;
         Ok(())
     }
@@ -106,6 +134,12 @@ mod tests {
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("starvation_limit_ms"), "{e}");
         let c: Config = toml::from_str("be_cgroups = [\"a/[b\"]").unwrap();
+        assert!(c.validate().is_err());
+        let c: Config = toml::from_str("park_after_ms = 6000").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("starvation_limit_ms"));
+        let c: Config = toml::from_str("park = false\npark_after_ms = 6000").unwrap();
+        c.validate().unwrap();
+        let c: Config = toml::from_str("state_file = \"rel/x\"").unwrap();
         assert!(c.validate().is_err());
     }
 }

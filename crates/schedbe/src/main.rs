@@ -5,6 +5,7 @@
 //! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
 //! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
 //! - `stats`: live statistics (scx_stats)
+//! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
@@ -14,6 +15,7 @@ mod bpf_skel;
 mod config;
 mod exec;
 mod flatten;
+mod park;
 mod preflight;
 mod sched;
 mod stats;
@@ -52,6 +54,11 @@ enum Cmd {
     Bench(schedbe_bench::BenchCmd),
     /// Print the running scheduler's stats
     Stats(StatsArgs),
+    /// Thaw BE cgroups a dead schedbe left parked (the systemd unit runs this after every stop)
+    Thaw(ThawArgs),
+    /// Internal: the parking guardian `schedbe run` starts
+    #[command(hide = true)]
+    Guard(ThawArgs),
     /// Run a command in a VM whose kernel has sched_ext (scripts/vm.sh)
     #[command(trailing_var_arg = true)]
     Vm {
@@ -81,6 +88,18 @@ struct RunArgs {
     starvation_limit_ms: Option<u64>,
     #[arg(long)]
     guard_slice_us: Option<u64>,
+    /// Never park (freeze) starved BE cgroups; only the starvation guard serves them
+    #[arg(long)]
+    no_park: bool,
+    /// Park a BE cgroup once one of its tasks waited this long
+    #[arg(long)]
+    park_after_ms: Option<u64>,
+    /// Thaw parked cgroups once LC has left idle capacity this long
+    #[arg(long)]
+    unpark_after_ms: Option<u64>,
+    /// State file recording parked cgroups
+    #[arg(long)]
+    state_file: Option<String>,
     /// Print stats every SECS seconds
     #[arg(long, value_name = "SECS")]
     stats: Option<f64>,
@@ -100,6 +119,13 @@ struct ExecArgs {
     /// The command and its arguments
     #[arg(last = true, required = true)]
     cmd: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct ThawArgs {
+    /// The state file schedbe run records parked cgroups in
+    #[arg(long, default_value = park::DEFAULT_STATE_FILE)]
+    state_file: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -148,6 +174,18 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     if let Some(v) = a.guard_slice_us {
         cfg.guard_slice_us = v;
     }
+    if a.no_park {
+        cfg.park = false;
+    }
+    if let Some(v) = a.park_after_ms {
+        cfg.park_after_ms = v;
+    }
+    if let Some(v) = a.unpark_after_ms {
+        cfg.unpark_after_ms = v;
+    }
+    if let Some(v) = &a.state_file {
+        cfg.state_file = v.clone();
+    }
     cfg.validate()?;
     Ok(cfg)
 }
@@ -165,6 +203,9 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let out = sched::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
     preflight::check_run()?;
     init_log(a.verbose);
+    // The guardian first: before the scheduler is loaded, and before the
+    // signal-handler thread exists.
+    let _guardian = if cfg.park { Some(park::spawn_guardian(std::path::Path::new(&cfg.state_file))?) } else { None };
     let shutdown = shutdown_flag()?;
 
     let mut open_object = MaybeUninit::uninit();
@@ -206,6 +247,21 @@ fn real_main() -> Result<i32> {
         Cmd::Stats(a) => {
             let intv = duration_arg("interval", a.interval)?;
             stats::monitor(intv, shutdown_flag()?)?;
+            Ok(0)
+        }
+        Cmd::Thaw(a) => {
+            init_log(false);
+            let thawed = park::thaw_leftovers(&a.state_file)?;
+            if thawed.is_empty() {
+                println!("nothing to thaw ({} lists no parked cgroup)", a.state_file.display());
+            } else {
+                println!("thawed /{}", thawed.join(", /"));
+            }
+            Ok(0)
+        }
+        Cmd::Guard(a) => {
+            init_log(false);
+            park::guardian_main(&a.state_file)?;
             Ok(0)
         }
         Cmd::Vm { args } => vm::run(&args),

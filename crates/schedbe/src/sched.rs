@@ -18,8 +18,12 @@ use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::config::Config;
 use crate::flatten::{self, Node};
+use crate::park::{self, ParkSettings, Parker};
 use crate::stats::Metrics;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
+
+/// How often parking samples starvation reports and idle capacity.
+const PARK_SAMPLE_MS: u64 = 100;
 
 /// How `schedbe run` prints stats.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +45,11 @@ pub struct Scheduler<'a> {
     /// The cgroup tree as of the last rescan: (id, rel, has cpu controller, cpu.weight).
     tree: Vec<(u64, String, bool, u32)>,
     factors: HashMap<u64, u64>,
+    /// cgroup id -> relative path, as of the last rescan.
+    id_rel: HashMap<u64, String>,
+    /// Cgroups matching the BE path patterns (relative paths).
+    be_rels: HashSet<String>,
+    parker: Option<Parker>,
     last_flatten: Instant,
     started: Instant,
     nr_cpus: u64,
@@ -60,6 +69,9 @@ impl<'a> Scheduler<'a> {
         rodata.be_slice_ns = cfg.be_slice_us * 1000;
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
+        rodata.park_after_ns = if cfg.park { cfg.park_after_ms * 1_000_000 } else { 0 };
+        // A BE stint shorter than an LC slice is a crumb, not progress (parking).
+        rodata.be_progress_ns = cfg.lc_slice_us * 1000;
         // LLC ids may be sparse; number them densely for the DSQ ids.
         let llc_index: HashMap<usize, u32> =
             topo.all_llcs.keys().enumerate().map(|(i, id)| (*id, i as u32)).collect();
@@ -72,6 +84,22 @@ impl<'a> Scheduler<'a> {
             }
         }
         info!("{} CPUs, {} LLC queue pairs", topo.all_cpus.len(), nr_llcs);
+
+        // Thaw what a previous run left parked before anything else changes.
+        let state_file = std::path::PathBuf::from(&cfg.state_file);
+        let parker = if cfg.park {
+            Some(Parker::new(ParkSettings {
+                unpark_after: Duration::from_millis(cfg.unpark_after_ms),
+                unpark_idle_cpus: cfg.unpark_idle_pct as f64 / 100.0,
+                state_file,
+            })?)
+        } else {
+            let left = park::thaw_leftovers(&state_file)?;
+            if !left.is_empty() {
+                warn!("thawed {} cgroup(s) a previous schedbe left frozen: /{}", left.len(), left.join(", /"));
+            }
+            None
+        };
 
         let skel = scx_ops_load!(skel, schedbe_ops, uei)?;
 
@@ -86,6 +114,9 @@ impl<'a> Scheduler<'a> {
             factor_ids: HashSet::new(),
             tree: Vec::new(),
             factors: HashMap::new(),
+            id_rel: HashMap::new(),
+            be_rels: HashSet::new(),
+            parker,
             last_flatten: Instant::now(),
             started: Instant::now(),
             nr_cpus: topo.all_cpus.len() as u64,
@@ -112,6 +143,8 @@ impl<'a> Scheduler<'a> {
             })
             .collect();
         let found: Vec<_> = schedbe_cgroup::be_matches(&all, &self.rules).collect();
+        self.id_rel = all.iter().map(|c| (c.id, c.rel.clone())).collect();
+        self.be_rels = found.iter().map(|c| c.rel.clone()).collect();
         let (add, del) = self.be_ids.update(found.iter().map(|c| c.id));
         for id in add {
             self.skel.maps.be_cgroups.update(&id.to_ne_bytes(), &[1u8], MapFlags::ANY)
@@ -135,6 +168,54 @@ impl<'a> Scheduler<'a> {
             }
         }
         self.warned_cpu_max.retain(|r| limits.iter().any(|l| &l.rel == r));
+        Ok(())
+    }
+
+    /// Is every task in cgroup `rel` BE: does it or an ancestor match a BE
+    /// path pattern or have cpu.idle=1? (Mirrors tier.bpf.h, minus the
+    /// per-task SCHED_IDLE rule, which never covers a whole cgroup.)
+    fn be_subtree(&self, rel: &str) -> bool {
+        let root = Path::new(CGROUP_ROOT);
+        let mut prefix = String::new();
+        for part in rel.split('/').filter(|p| !p.is_empty()) {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if self.be_rels.contains(&prefix) {
+                return true;
+            }
+            if std::fs::read_to_string(root.join(&prefix).join("cpu.idle")).map(|s| s.trim() == "1").unwrap_or(false) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Parking: act on the cgroups the BPF side reported starved, then
+    /// check whether LC has left enough idle capacity to unpark.
+    fn park_step(&mut self) -> Result<()> {
+        if self.parker.is_none() {
+            return Ok(());
+        }
+        let mut starved = Vec::new();
+        for key in self.skel.maps.starved_cgrps.keys() {
+            let _ = self.skel.maps.starved_cgrps.delete(&key);
+            starved.push(u64::from_ne_bytes(key[..8].try_into()?));
+        }
+        if starved.iter().any(|id| !self.id_rel.contains_key(id)) {
+            self.rescan()?; // a cgroup created since the last rescan
+        }
+        for id in starved {
+            let Some(rel) = self.id_rel.get(&id).cloned() else { continue };
+            let be = self.be_subtree(&rel);
+            if let Some(p) = self.parker.as_mut() {
+                p.on_starved(&rel, be);
+            }
+        }
+        if let Some(p) = self.parker.as_mut() {
+            p.tick();
+        }
         Ok(())
     }
 
@@ -214,7 +295,10 @@ impl<'a> Scheduler<'a> {
             t.guard_slices += s.guard_slices;
             t.guard_ns += s.guard_ns;
             t.requeued_lc += s.requeued_lc;
+            t.freeze_boosts += s.freeze_boosts;
+            t.starved_reports += s.starved_reports;
         }
+        let pc = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
         Ok(Metrics {
             interval_ms: self.started.elapsed().as_secs_f64() * 1e3,
             nr_cpus: self.nr_cpus,
@@ -236,6 +320,12 @@ impl<'a> Scheduler<'a> {
             guard_slices: t.guard_slices,
             guard_ms: t.guard_ns as f64 / 1e6,
             requeued_lc: t.requeued_lc,
+            freeze_boosts: t.freeze_boosts,
+            starved_reports: t.starved_reports,
+            parked_cgroups: pc.parked_cgroups,
+            parked_tasks: pc.parked_tasks,
+            park_events: pc.park_events,
+            unpark_events: pc.unpark_events,
             be_cgroups: self.be_ids.len() as u64,
             cpu_max_unenforced: self.cpu_max_count,
         })
@@ -257,7 +347,9 @@ impl<'a> Scheduler<'a> {
         };
         let rescan_every = Duration::from_millis(self.cfg.rescan_ms);
         let flatten_every = Duration::from_millis(self.cfg.flatten_ms);
+        let park_every = Duration::from_millis(PARK_SAMPLE_MS);
         let (mut next_rescan, mut next_flatten) = (Instant::now() + rescan_every, Instant::now() + flatten_every);
+        let mut next_park = Instant::now() + park_every;
         let mut next_stats = out.interval.map(|i| Instant::now() + i);
         let mut prev = self.metrics()?;
         let mut rows = 0u64;
@@ -275,6 +367,12 @@ impl<'a> Scheduler<'a> {
                     warn!("weight flattening failed: {e:#}");
                 }
                 next_flatten = now + flatten_every;
+            }
+            if now >= next_park {
+                if let Err(e) = self.park_step() {
+                    warn!("parking step failed: {e:#}");
+                }
+                next_park = now + park_every;
             }
             if let (Some(t), Some(intv)) = (next_stats, out.interval) {
                 if now >= t {
@@ -304,6 +402,10 @@ impl<'a> Scheduler<'a> {
             }
         }
 
+        // Thaw before unloading: BE must be runnable when EEVDF takes over.
+        if let Some(p) = self.parker.as_mut() {
+            p.unpark_all("schedbe is exiting");
+        }
         let _ = self.struct_ops.take();
         uei_report!(&self.skel, uei)
     }

@@ -57,6 +57,18 @@ pub struct Metrics {
     pub guard_ms: f64,
     #[stat(desc = "Queued BE tasks that had become LC (cpu.idle=0, cgroup move, killed) and were run")]
     pub requeued_lc: u64,
+    #[stat(desc = "BE tasks run as LC to reach the freezer trap (parking)")]
+    pub freeze_boosts: u64,
+    #[stat(desc = "BE tasks reported starved beyond park_after_ms")]
+    pub starved_reports: u64,
+    #[stat(desc = "BE cgroups parked (frozen) now")]
+    pub parked_cgroups: u64,
+    #[stat(desc = "Threads in parked cgroups now")]
+    pub parked_tasks: u64,
+    #[stat(desc = "Cgroups parked")]
+    pub park_events: u64,
+    #[stat(desc = "Cgroups unparked")]
+    pub unpark_events: u64,
     #[stat(desc = "Cgroups matching the BE path patterns")]
     pub be_cgroups: u64,
     #[stat(desc = "Cgroups with a cpu.max limit schedbe does not enforce")]
@@ -65,12 +77,12 @@ pub struct Metrics {
 
 impl Metrics {
     pub const HEADER: &'static str =
-        "   lc%    be%  preempt_be kick_us exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms be_cg cpu.max";
+        "   lc%    be%  preempt_be kick_us exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms parked(cg/thr) park unpark be_cg cpu.max";
 
     pub fn format_row<W: Write>(&self, w: &mut W) -> Result<()> {
         writeln!(
             w,
-            "{:>6.1} {:>6.1} {:>11} {:>7.0} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>5} {:>7}",
+            "{:>6.1} {:>6.1} {:>11} {:>7.0} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>14} {:>4} {:>6} {:>5} {:>7}",
             self.lc_pct,
             self.be_pct,
             self.preempt_be,
@@ -82,6 +94,9 @@ impl Metrics {
             self.lc_direct,
             self.guard_slices,
             self.guard_ms,
+            format!("{}/{}", self.parked_cgroups, self.parked_tasks),
+            self.park_events,
+            self.unpark_events,
             self.be_cgroups,
             self.cpu_max_unenforced
         )?;
@@ -122,6 +137,12 @@ impl Metrics {
             guard_slices: self.guard_slices - prev.guard_slices,
             guard_ms: self.guard_ms - prev.guard_ms,
             requeued_lc: self.requeued_lc - prev.requeued_lc,
+            freeze_boosts: self.freeze_boosts - prev.freeze_boosts,
+            starved_reports: self.starved_reports - prev.starved_reports,
+            parked_cgroups: self.parked_cgroups,
+            parked_tasks: self.parked_tasks,
+            park_events: self.park_events - prev.park_events,
+            unpark_events: self.unpark_events - prev.unpark_events,
             be_cgroups: self.be_cgroups,
             cpu_max_unenforced: self.cpu_max_unenforced,
         }

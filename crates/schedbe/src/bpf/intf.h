@@ -33,8 +33,10 @@ struct cpu_stats {
 	u64 running_yields;	/* BE gave its CPU back as it started: LC was queued (race closed) */
 	u64 tick_yields;	/* backstop: BE yielded at a tick because LC was queued */
 	u64 guard_slices;	/* starvation guard: BE slices given while LC was runnable */
-	u64 guard_ns;
-	u64 requeued_lc;	/* queued BE tasks found to be LC now (cpu.idle=0, moved, killed) */		/* CPU time those guard slices took from LC */
+	u64 guard_ns;		/* CPU time those guard slices took from LC */
+	u64 requeued_lc;	/* queued BE tasks found to be LC now (cpu.idle=0, moved, killed) */
+	u64 freeze_boosts;	/* BE tasks run as LC so they reach the freezer trap (parking) */
+	u64 starved_reports;	/* BE tasks reported to userspace as starved (park candidates) */
 };
 
 /* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */

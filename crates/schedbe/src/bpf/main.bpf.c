@@ -31,6 +31,15 @@
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
  *         guard slice, so the sched_ext watchdog never fires; the CPU time
  *         this costs LC is counted (guard_ns).
+ *  parking: a BE task starved for park_after_ns is reported (its cgroup id,
+ *         in starved_cgrps) to userspace, which freezes its BE cgroup
+ *         (park.rs). Starved: runnable all that time without once running
+ *         for be_progress_ns in a row; crumbs (a BE task that starts and
+ *         yields at once because LC shows up) are not progress. A frozen task is not runnable, so it costs
+ *         neither CPU nor watchdog. The freezer stops a task only on its way
+ *         back to user space, so a task with a freeze pending
+ *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
+ *         bounds the freeze and lets it release kernel locks first.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -42,6 +51,8 @@
 #ifndef SIGNAL_GROUP_EXIT
 #define SIGNAL_GROUP_EXIT	0x00000004
 #endif
+/* include/linux/sched/jobctl.h; bit 23 since v5.2 (cgroup v2 freezer). */
+#define SCHEDBE_JOBCTL_TRAP_FREEZE	(1UL << 23)
 
 char _license[] SEC("license") = "GPL";
 
@@ -53,6 +64,8 @@ const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
 const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
 const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
+const volatile u64 park_after_ns = 0;	/* 0: parking off */
+const volatile u64 be_progress_ns = 5ULL * 1000 * 1000;
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
 
@@ -65,12 +78,15 @@ private(SCHEDBE) struct bpf_cpumask __kptr *be_cpus;
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
 	u64 enq_at;		/* BE: when queued (starvation guard) */
+	u64 starve_since;	/* BE: runnable without progress since (parking); 0: not */
+	u64 run_start;		/* when the current stint on a CPU began */
 	u64 runnable_at;	/* LC: start of unaccounted runnable time */
 	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
 	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
 	u8 tier_valid;
 	u8 guarded;		/* running on a guard slice */
 	u8 lc_runnable;		/* LC runnable-time accounting active */
+	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
 };
 
 struct {
@@ -102,6 +118,17 @@ struct {
 	__type(key, u32);
 	__type(value, u64);
 } guard_next SEC(".maps");
+
+/*
+ * cgroup id -> when one of its BE tasks was last seen starved (queued longer
+ * than park_after_ns). Userspace reads and deletes the entries.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u64);
+	__type(value, u64);
+} starved_cgrps SEC(".maps");
 
 /* cgroup id -> LC weight factor (SCHEDBE_FACTOR_ONE = 1.0), from userspace. */
 struct {
@@ -165,13 +192,31 @@ static __always_inline bool task_dying(struct task_struct *p)
 	       (BPF_CORE_READ(p, signal, flags) & SIGNAL_GROUP_EXIT);
 }
 
+/* The cgroup freezer asked @p to stop at its next return to user space. */
+static __always_inline bool task_freezing(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, jobctl) & SCHEDBE_JOBCTL_TRAP_FREEZE;
+}
+
+/*
+ * The tier @p is scheduled in right now: BE by the rules, unless it is
+ * dying or on its way to the freezer trap (both must get to run).
+ */
+static __always_inline bool sched_as_be(struct task_struct *p)
+{
+	return tier_task_is_be(p) && !task_dying(p) && !task_freezing(p);
+}
+
 /*
  * Classify @p now and remember the result. A task that changes tier restarts
  * on the new tier's clock: the two clocks are unrelated.
  */
 static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 {
-	u8 tier = tier_task_is_be(p) && !task_dying(p) ? TIER_BE : TIER_LC;
+	bool rule_be = tier_task_is_be(p), freezing = rule_be && task_freezing(p);
+	u8 tier = rule_be && !freezing && !task_dying(p) ? TIER_BE : TIER_LC;
+
+	tctx->freeze_boost = freezing;
 
 	if (tctx->tier_valid && tctx->tier != tier)
 		scx_bpf_task_set_dsq_vtime(p, tier == TIER_BE ? be_vtime_now : lc_vtime_now);
@@ -301,6 +346,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu;
 
 	if (!tctx || classify(p, tctx) == TIER_LC) {
+		if (tctx && tctx->freeze_boost)
+			STAT_ADD(freeze_boosts, 1);
 		/* A sleeper keeps at most one slice of credit. */
 		floor = lc_vtime_now - lc_slice_ns;
 		if (time_before(vtime, floor))
@@ -311,6 +358,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	tctx->enq_at = bpf_ktime_get_ns();
+	if (!tctx->starve_since)
+		tctx->starve_since = tctx->enq_at;
 	floor = be_vtime_now - be_slice_ns;
 	if (time_before(vtime, floor))
 		vtime = floor;
@@ -338,11 +387,33 @@ static bool consume_tier(u32 base, s32 cpu)
 }
 
 /*
+ * Has @limit passed between @since and @now? Signed: a task enqueued on
+ * another CPU after @now was read has @since > @now, which must read as "no
+ * wait yet", not as an unsigned wrap to a huge wait.
+ */
+static __always_inline bool waited(u64 now, u64 since, u64 limit)
+{
+	return (s64)(now - since) >= (s64)limit;
+}
+
+/* Tell userspace that @p's cgroup has a starved BE task (see "parking"). */
+static void report_starved(struct task_struct *p, u64 now)
+{
+	u64 cgid = task_cgid(p);
+
+	if (bpf_map_lookup_elem(&starved_cgrps, &cgid))
+		return;	/* already reported, userspace has not read it yet */
+	bpf_map_update_elem(&starved_cgrps, &cgid, &now, BPF_ANY);
+	STAT_ADD(starved_reports, 1);
+}
+
+/*
  * Housekeeping of the BE queues, at most once per guard interval per CPU:
  *  - a queued BE task that is no longer BE (cpu.idle=0 written, moved to an
- *    LC cgroup, policy changed, or killed) is moved to this CPU and runs
- *    now; it is reclassified at its next enqueue. Without this it would sit
- *    in the BE queue behind LC until a guard slice.
+ *    LC cgroup, policy changed, killed, or being frozen) is moved to this CPU
+ *    and runs now; it is reclassified at its next enqueue. Without this it
+ *    would sit in the BE queue behind LC until a guard slice.
+ *  - parking: BE tasks queued longer than park_after_ns are reported.
  *  - starvation guard: one BE task queued longer than the limit gets a short
  *    slice on this CPU.
  */
@@ -362,16 +433,23 @@ static bool guard_rescue(s32 cpu)
 	bpf_for(i, 0, nr_llcs) {
 		bpf_for_each(scx_dsq, p, be_dsq(i), 0) {
 			tctx = task_ctx(p);
-			if (!tctx || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			if (!tctx)
 				continue;
-			starving = now - tctx->enq_at >= starvation_limit_ns;
-			if (!starving && tier_task_is_be(p) && !task_dying(p))
+			if (park_after_ns && tctx->starve_since &&
+			    waited(now, tctx->starve_since, park_after_ns))
+				report_starved(p, now);
+			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			starving = waited(now, tctx->enq_at, starvation_limit_ns);
+			if (!starving && sched_as_be(p))
 				continue;
 			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 				if (starving) {
 					tctx->guarded = 1;
 					STAT_ADD(guard_slices, 1);
+				} else if (task_freezing(p)) {
+					STAT_ADD(freeze_boosts, 1);
 				} else {
 					STAT_ADD(requeued_lc, 1);
 				}
@@ -438,6 +516,7 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->started_at = bpf_ktime_get_ns();
+	tctx->run_start = tctx->started_at;
 	if (tctx->tier == TIER_BE) {
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -500,13 +579,17 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct bpf_cpumask *be = be_cpus;
+	u64 now = bpf_ktime_get_ns();
 
 	if (!tctx)
 		return;
 	if (be)
 		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
-	charge(p, tctx, bpf_ktime_get_ns());
+	charge(p, tctx, now);
 	tctx->guarded = 0;
+	/* Starvation (parking) ends when the task sleeps or makes real progress. */
+	if (!runnable || now - tctx->run_start >= be_progress_ns)
+		tctx->starve_since = 0;
 }
 
 /* LC runnable-load accounting for weight flattening (BE does not count). */

@@ -1,0 +1,472 @@
+//! Parking: under sustained LC overload, BE cgroups whose tasks starve are
+//! frozen with the cgroup v2 freezer, and thawed when LC leaves idle capacity.
+//!
+//! Why the freezer: a starved BE task that stays runnable is a time bomb under
+//! sched_ext (the watchdog ejects the scheduler after at most 30 s), and the
+//! starvation guard that prevents that costs LC a slice every few seconds per
+//! task. A frozen task is not runnable. The freezer stops a task only on its
+//! way back to user space, holding no kernel lock; the BPF side runs a task
+//! with a freeze pending as LC until it gets there (main.bpf.c, "parking").
+//!
+//! What is parked: the cgroup of a starved BE task, when that cgroup lies in a
+//! BE subtree (a configured BE path pattern, or cpu.idle=1 on it or an
+//! ancestor), so every task the freeze stops is BE. A BE task in an LC cgroup
+//! (a SCHED_IDLE thread in an LC process) is never parked: freezing its cgroup
+//! would freeze its LC siblings. The starvation guard keeps serving it.
+//!
+//! Never freezing a task for good: every cgroup is recorded in the state file
+//! (write-ahead, atomic rename) before it is frozen, and removed after it is
+//! thawed. Every exit path of `schedbe run` thaws (Drop); a guardian process
+//! thaws when the daemon dies without doing so (SIGKILL, abort); the next
+//! start and `schedbe thaw` (the systemd unit's ExecStopPost) thaw leftovers.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use log::{info, warn};
+use schedbe_cgroup::CGROUP_ROOT;
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_STATE_FILE: &str = "/run/schedbe/parked.json";
+
+/// The parking policy's knobs (config.rs validates them).
+#[derive(Debug, Clone)]
+pub struct ParkSettings {
+    /// Idle capacity must last this long before parked cgroups are thawed.
+    pub unpark_after: Duration,
+    /// "Idle capacity": at least this fraction of one CPU idle, on average
+    /// over each sample.
+    pub unpark_idle_cpus: f64,
+    pub state_file: PathBuf,
+}
+
+/// The state file: cgroups schedbe froze, relative to the cgroup v2 root.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    pid: u32,
+    cgroups: Vec<String>,
+}
+
+fn freeze_path(rel: &str) -> PathBuf {
+    Path::new(CGROUP_ROOT).join(rel).join("cgroup.freeze")
+}
+
+fn is_gone(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENODEV))
+}
+
+/// Set a cgroup's cgroup.freeze. A cgroup that no longer exists counts as
+/// thawed (Ok(false)); Ok(true) means the write happened.
+fn write_freeze(rel: &str, on: bool) -> Result<bool> {
+    match std::fs::write(freeze_path(rel), if on { "1" } else { "0" }) {
+        Ok(()) => Ok(true),
+        Err(e) if !on && is_gone(&e) => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot write {}", freeze_path(rel).display())),
+    }
+}
+
+fn read_freeze(rel: &str) -> Result<bool> {
+    let p = freeze_path(rel);
+    let s = std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    Ok(s.trim() == "1")
+}
+
+fn load_state(path: &Path) -> Result<Option<State>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(
+            serde_json::from_str(&text).with_context(|| format!("state file {} is corrupt", path.display()))?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read state file {}", path.display())),
+    }
+}
+
+/// Write the state atomically (temp file, fsync, rename), or remove the file
+/// when nothing is frozen.
+fn store_state(path: &Path, cgroups: &[String]) -> Result<()> {
+    if cgroups.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove state file {}", path.display()))
+            }
+            _ => Ok(()),
+        };
+    }
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tmp = path.with_extension("tmp");
+    let st = State { pid: std::process::id(), cgroups: cgroups.to_vec() };
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(serde_json::to_string_pretty(&st)?.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write state file {}", path.display()))?;
+    Ok(())
+}
+
+/// Thaw every cgroup a previous schedbe left frozen (the state file lists
+/// them) and remove the file. Returns what was thawed.
+pub fn thaw_leftovers(state_file: &Path) -> Result<Vec<String>> {
+    let Some(st) = load_state(state_file)? else { return Ok(Vec::new()) };
+    let mut thawed = Vec::new();
+    let mut failed = Vec::new();
+    for rel in &st.cgroups {
+        match write_freeze(rel, false) {
+            Ok(true) => thawed.push(rel.clone()),
+            Ok(false) => {} // the cgroup is gone; nothing to thaw
+            Err(e) => {
+                warn!("{e:#}");
+                failed.push(rel.clone());
+            }
+        }
+    }
+    store_state(state_file, &failed)?;
+    if !failed.is_empty() {
+        bail!("could not thaw {} cgroup(s): {}", failed.len(), failed.join(", "));
+    }
+    Ok(thawed)
+}
+
+/// The cgroup (relative path) this process runs in.
+fn own_cgroup() -> String {
+    std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("0::").map(|p| p.trim_matches('/').to_string())))
+        .unwrap_or_default()
+}
+
+/// Is `anc` the cgroup `rel` or one of its ancestors?
+fn contains(anc: &str, rel: &str) -> bool {
+    anc.is_empty() || rel == anc || rel.starts_with(&format!("{anc}/"))
+}
+
+/// Per-CPU idle time from /proc/stat (idle + iowait), in seconds, indexed
+/// by CPU number (CPUs missing from the file, i.e. offline, read as 0).
+fn idle_secs_per_cpu() -> Result<Vec<f64>> {
+    let s = std::fs::read_to_string("/proc/stat").context("cannot read /proc/stat")?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = Vec::new();
+    for line in s.lines().filter(|l| l.starts_with("cpu") && !l.starts_with("cpu ")) {
+        let mut it = line.split_whitespace();
+        let Some(cpu) = it.next().and_then(|c| c[3..].parse::<usize>().ok()) else { continue };
+        let f: Vec<f64> = it.filter_map(|x| x.parse().ok()).collect();
+        if f.len() < 5 {
+            bail!("unexpected /proc/stat line: {line}");
+        }
+        if out.len() <= cpu {
+            out.resize(cpu + 1, 0.0);
+        }
+        out[cpu] = (f[3] + f[4]) / hz;
+    }
+    Ok(out)
+}
+
+/// The CPUs any thread in cgroup `dir` (or below) may run on, and how many
+/// threads there are.
+fn usable_cpus(dir: &Path) -> (Vec<usize>, usize) {
+    let mut set = std::collections::BTreeSet::new();
+    let mut nthreads = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let tids = std::fs::read_to_string(d.join("cgroup.threads")).unwrap_or_default();
+        for tid in tids.lines().filter_map(|t| t.trim().parse::<libc::pid_t>().ok()) {
+            nthreads += 1;
+            // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+            let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            if unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) } == 0 {
+                for c in 0..libc::CPU_SETSIZE as usize {
+                    if unsafe { libc::CPU_ISSET(c, &mask) } {
+                        set.insert(c);
+                    }
+                }
+            }
+        }
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            todo.extend(rd.flatten().filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false)).map(|e| e.path()));
+        }
+    }
+    (set.into_iter().collect(), nthreads)
+}
+
+/// Counters for the stats.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ParkCounts {
+    pub parked_cgroups: u64,
+    pub parked_tasks: u64,
+    pub park_events: u64,
+    pub unpark_events: u64,
+}
+
+/// A parked cgroup.
+struct Parked {
+    since: Instant,
+    /// CPUs its threads may use (affinity, cpusets): only idle time there
+    /// is room for them. Empty: unknown, use every CPU.
+    cpus: Vec<usize>,
+    /// How long those CPUs have had idle capacity without a break.
+    idle_streak: Duration,
+}
+
+pub struct Parker {
+    s: ParkSettings,
+    parked: BTreeMap<String, Parked>,
+    own: String,
+    warned: HashSet<String>,
+    last_sample: Option<(Instant, Vec<f64>)>,
+    ticks: u64,
+    park_events: u64,
+    unpark_events: u64,
+}
+
+impl Parker {
+    /// Thaws what a previous run left frozen, then starts with nothing parked.
+    pub fn new(s: ParkSettings) -> Result<Self> {
+        let left = thaw_leftovers(&s.state_file)?;
+        if !left.is_empty() {
+            warn!("thawed {} cgroup(s) a previous schedbe left frozen: /{}", left.len(), left.join(", /"));
+        }
+        Ok(Self {
+            s,
+            parked: BTreeMap::new(),
+            own: own_cgroup(),
+            warned: HashSet::new(),
+            last_sample: None,
+            ticks: 0,
+            park_events: 0,
+            unpark_events: 0,
+        })
+    }
+
+    fn warn_once(&mut self, rel: &str, msg: String) {
+        if self.warned.insert(rel.to_string()) {
+            warn!("{msg}");
+        }
+    }
+
+    fn save(&self) -> Result<()> {
+        store_state(&self.s.state_file, &self.parked.keys().cloned().collect::<Vec<_>>())
+    }
+
+    /// A BE task in cgroup `rel` starved for longer than the park threshold.
+    /// `be_subtree`: every task in `rel` and below is BE.
+    pub fn on_starved(&mut self, rel: &str, be_subtree: bool) {
+        if rel.is_empty() || self.parked.keys().any(|p| contains(p, rel)) {
+            return;
+        }
+        if !be_subtree {
+            self.warn_once(rel, format!(
+                "BE tasks in /{rel} starve, but that cgroup is not all-BE (e.g. SCHED_IDLE threads of an LC process): not parking it, the starvation guard serves them"
+            ));
+            return;
+        }
+        if contains(rel, &self.own) {
+            self.warn_once(rel, format!("not parking /{rel}: schedbe itself runs there"));
+            return;
+        }
+        match read_freeze(rel) {
+            Ok(true) => return, // frozen by someone else: not ours to touch
+            Ok(false) => {}
+            Err(e) => return self.warn_once(rel, format!("cannot park /{rel}: {e:#}")),
+        }
+        // Write-ahead: record it before freezing, so no exit path can lose it.
+        let (cpus, nthreads) = usable_cpus(&Path::new(CGROUP_ROOT).join(rel));
+        if nthreads == 0 {
+            return; // the starved task has left (or exited); freezing would trap newcomers
+        }
+        self.parked.insert(rel.to_string(), Parked { since: Instant::now(), cpus, idle_streak: Duration::ZERO });
+        let res = self.save().and_then(|_| write_freeze(rel, true));
+        if let Err(e) = res {
+            self.parked.remove(rel);
+            let _ = self.save();
+            return self.warn_once(rel, format!("cannot park /{rel}: {e:#}"));
+        }
+        self.park_events += 1;
+        info!("parked /{rel}: its BE tasks starved under LC load");
+    }
+
+    /// Sample idle capacity; thaw a parked cgroup once the CPUs it may use
+    /// have had at least the configured idle capacity for the hysteresis
+    /// period. (Only idle time its threads could use counts: a BE task
+    /// pinned next to an LC hog would otherwise flap between parked and
+    /// starved.)
+    pub fn tick(&mut self) {
+        if self.parked.is_empty() {
+            self.last_sample = None; // nothing to unpark: save the /proc/stat read
+            return;
+        }
+        let now = Instant::now();
+        let idle = match idle_secs_per_cpu() {
+            Ok(v) => v,
+            Err(e) => return self.warn_once("/proc/stat", format!("{e:#}")),
+        };
+        let Some((t0, i0)) = self.last_sample.replace((now, idle.clone())) else { return };
+        let dt = now.duration_since(t0);
+        if dt.is_zero() {
+            return;
+        }
+        let idle_on = |c: usize| (idle.get(c).copied().unwrap_or(0.0) - i0.get(c).copied().unwrap_or(0.0)).max(0.0);
+        let mut thaw = Vec::new();
+        let mut empty = Vec::new();
+        // Tasks come and go, and affinities change: refresh about every second.
+        self.ticks += 1;
+        let refresh = self.ticks % 10 == 0;
+        for (rel, p) in self.parked.iter_mut() {
+            if refresh {
+                let (cpus, n) = usable_cpus(&Path::new(CGROUP_ROOT).join(rel));
+                if n == 0 {
+                    // Nothing left to park; staying frozen would only trap newcomers.
+                    empty.push(rel.clone());
+                    continue;
+                }
+                p.cpus = cpus;
+            }
+            let secs: f64 = if p.cpus.is_empty() { (0..idle.len()).map(idle_on).sum() } else { p.cpus.iter().map(|&c| idle_on(c)).sum() };
+            if secs / dt.as_secs_f64() >= self.s.unpark_idle_cpus {
+                p.idle_streak += dt;
+            } else {
+                p.idle_streak = Duration::ZERO;
+            }
+            if p.idle_streak >= self.s.unpark_after {
+                thaw.push(rel.clone());
+            }
+        }
+        if !empty.is_empty() {
+            self.unpark(&empty, "no tasks left in it");
+        }
+        if !thaw.is_empty() {
+            let why = format!("LC left >= {:.2} CPU idle where it may run for {} ms", self.s.unpark_idle_cpus, self.s.unpark_after.as_millis());
+            self.unpark(&thaw, &why);
+        }
+    }
+
+    /// Thaw the given parked cgroups. Those that could not be thawed stay
+    /// in the state file for the next attempt (or the guardian, or the next
+    /// start).
+    fn unpark(&mut self, which: &[String], why: &str) {
+        let mut done = false;
+        for rel in which {
+            let Some(p) = self.parked.remove(rel) else { continue };
+            match write_freeze(rel, false) {
+                Ok(_) => {
+                    info!("unparked /{rel} after {:.1} s ({why})", p.since.elapsed().as_secs_f64());
+                    self.unpark_events += 1;
+                    done = true;
+                }
+                Err(e) => {
+                    warn!("cannot unpark /{rel}: {e:#}");
+                    self.parked.insert(rel.clone(), p);
+                }
+            }
+        }
+        if done {
+            if let Err(e) = self.save() {
+                warn!("{e:#}");
+            }
+        }
+    }
+
+    /// Thaw every parked cgroup.
+    pub fn unpark_all(&mut self, why: &str) {
+        let all: Vec<String> = self.parked.keys().cloned().collect();
+        self.unpark(&all, why);
+    }
+
+    pub fn counts(&self) -> ParkCounts {
+        let tasks = self.parked.keys().map(|rel| count_threads(&Path::new(CGROUP_ROOT).join(rel))).sum();
+        ParkCounts {
+            parked_cgroups: self.parked.len() as u64,
+            parked_tasks: tasks,
+            park_events: self.park_events,
+            unpark_events: self.unpark_events,
+        }
+    }
+}
+
+impl Drop for Parker {
+    fn drop(&mut self) {
+        self.unpark_all("schedbe is exiting");
+    }
+}
+
+/// Threads in a cgroup and its descendants.
+fn count_threads(dir: &Path) -> u64 {
+    let own = std::fs::read_to_string(dir.join("cgroup.threads")).map(|s| s.lines().count() as u64).unwrap_or(0);
+    let kids: u64 = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false)).map(|e| count_threads(&e.path())).sum())
+        .unwrap_or(0);
+    own + kids
+}
+
+/// The guardian: a small process that outlives the daemon and thaws what
+/// the daemon left frozen when it dies without doing so (SIGKILL, abort).
+/// It waits for EOF on a pipe whose only writer is the daemon; the kernel
+/// closes it however the daemon exits. Start it before the BPF scheduler is
+/// loaded, so it holds none of the scheduler's file descriptors.
+pub fn spawn_guardian(state_file: &Path) -> Result<Child> {
+    Command::new("/proc/self/exe")
+        .arg("guard")
+        .arg("--state-file")
+        .arg(state_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .context("cannot start the parking guardian")
+}
+
+/// `schedbe guard` (internal): block until the daemon is gone, then thaw.
+pub fn guardian_main(state_file: &Path) -> Result<()> {
+    // Signals aimed at the daemon's process group (Ctrl-C, a service stop)
+    // must not take the guardian down before the daemon has finished.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: ignoring a signal has no preconditions.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    let mut buf = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    loop {
+        match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    let thawed = thaw_leftovers(state_file)?;
+    if !thawed.is_empty() {
+        eprintln!("schedbe guard: the daemon died with BE parked; thawed /{}", thawed.join(", /"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_is_ancestor_or_self() {
+        assert!(contains("a/b", "a/b"));
+        assert!(contains("a/b", "a/b/c"));
+        assert!(!contains("a/b", "a/bc"));
+        assert!(contains("", "x"));
+    }
+
+    #[test]
+    fn state_roundtrip_and_removal() {
+        let dir = std::env::temp_dir().join(format!("schedbe-park-test-{}", std::process::id()));
+        let f = dir.join("sub/parked.json");
+        store_state(&f, &["a/b".into(), "c".into()]).unwrap();
+        let st = load_state(&f).unwrap().unwrap();
+        assert_eq!(st.cgroups, vec!["a/b".to_string(), "c".to_string()]);
+        store_state(&f, &[]).unwrap();
+        assert!(load_state(&f).unwrap().is_none());
+        // Thawing with no state file is a no-op.
+        assert!(thaw_leftovers(&f).unwrap().is_empty());
+        std::fs::write(&f, "{not json").unwrap();
+        assert!(thaw_leftovers(&f).unwrap_err().to_string().contains("corrupt"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,255 @@
+"""Parking: BE cgroups starved by LC overload are frozen (cgroup v2 freezer)
+and thawed when LC leaves room; nothing stays frozen when schedbe dies.
+
+Everything is observed from the kernel's side: cgroup.events ("frozen"),
+cgroup cpu.stat usage, /proc schedstat, and sched_ext's state, never from
+schedbe's own counters.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import schedbe_testlib as tl
+
+pytestmark = pytest.mark.vm
+
+LC_CG = f"{tl.TEST_CG}/park-lc"
+BE_CG = f"{tl.TEST_CG}/park-be"
+STATE = Path("/run/schedbe/parked.json")
+PROGS = Path(__file__).resolve().parent / "progs"
+PY = "/usr/bin/python3"
+
+PARK_AFTER_MS = 1000
+UNPARK_AFTER_MS = 500
+PARK_ARGS = ["--park-after-ms", PARK_AFTER_MS, "--unpark-after-ms", UNPARK_AFTER_MS]
+# Time to notice a starved task (BPF housekeeping every 50 ms, userspace every
+# 100 ms) and for its tasks to reach the freezer trap, on top of park_after.
+PARK_SLACK_S = 3.0
+# The guardian must thaw within this after the daemon is SIGKILLed (issue 4).
+GUARDIAN_MAX_S = 5.0
+
+
+def frozen(rel):
+    return "frozen 1" in tl.cg_read(rel, "cgroup.events").splitlines()
+
+
+def state_cgroups():
+    try:
+        return json.loads(STATE.read_text())["cgroups"]
+    except FileNotFoundError:
+        return []
+
+
+@contextlib.contextmanager
+def be_and_lc_cgroups():
+    lc = tl.cg_create(LC_CG)
+    be = tl.cg_create(BE_CG, cpu_idle=1)
+    try:
+        yield lc, be
+    finally:
+        # The BE cgroup may be frozen: cgroup.kill works on frozen tasks.
+        tl.cg_remove_tree(BE_CG)
+        tl.cg_remove_tree(LC_CG)
+
+
+def lc_hogs(lc, cpus=None):
+    cpus = list(range(tl.NR_CPUS)) if cpus is None else cpus
+    return [tl.spawn(tl.BUSY_LOOP, cgroup=lc, cpus={c}) for c in cpus]
+
+
+def wait_frozen(rel, want, timeout):
+    t0 = time.monotonic()
+    tl.wait_for(lambda: frozen(rel) == want, timeout, what=f"/{rel} frozen={int(want)}")
+    return time.monotonic() - t0
+
+
+def usage_grows(rel, window=0.5):
+    a = tl.cg_usage_usec(rel)
+    time.sleep(window)
+    return tl.cg_usage_usec(rel) - a
+
+
+def park_under_overload(sched, lc, be):
+    """BE hogs run, then LC hogs take every CPU: wait until BE is parked.
+    Returns (LC procs, seconds from overload start to frozen)."""
+    assert usage_grows(be) > 100_000, "BE did not run before the overload"
+    hogs = lc_hogs(lc)
+    t = wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
+    sched.check_running()
+    return hogs, t
+
+
+def test_overload_parks_then_resumes():
+    """LC overload: BE is parked (no progress, LC gets every CPU, no stall,
+    state file lists it); after LC stops, BE is thawed and runs again."""
+    with be_and_lc_cgroups() as (lc, be), tl.Schedbe(*PARK_ARGS, "--stats", 1, name="park-overload") as sched:
+        bes = [tl.spawn(tl.BUSY_LOOP, cgroup=be) for _ in range(tl.NR_CPUS)]
+        hogs, t_park = park_under_overload(sched, lc, be)
+        assert state_cgroups() == [be], f"state file lists {state_cgroups()}"
+
+        # Parked: BE makes no progress, LC is not throttled, for 8 s.
+        window = 8.0
+        be0, lc0, w0 = tl.cg_usage_usec(be), tl.cg_usage_usec(lc), time.monotonic()
+        time.sleep(window)
+        be_us, lc_us = tl.cg_usage_usec(be) - be0, tl.cg_usage_usec(lc) - lc0
+        elapsed = time.monotonic() - w0
+        sched.check_running()
+        assert frozen(be)
+        lc_cpus = lc_us / 1e6 / elapsed
+        tl.log(f"park: frozen {t_park:.2f}s after LC overload started; while parked BE used "
+               f"{be_us} us in {elapsed:.1f}s, LC {lc_cpus:.2f} of {tl.NR_CPUS} CPUs")
+        assert be_us < 1000, f"parked BE ran {be_us} us"
+        assert lc_cpus > 0.9 * tl.NR_CPUS, f"LC got only {lc_cpus:.2f} CPUs while BE was parked"
+
+        # LC stops: BE is thawed and runs again.
+        for p in hogs:
+            tl.kill_proc(p)
+        t_unpark = wait_frozen(be, False, UNPARK_AFTER_MS / 1000 + PARK_SLACK_S)
+        ran = usage_grows(be)
+        tl.log(f"park: thawed {t_unpark:.2f}s after LC stopped; BE then used {ran / 5e5:.2f} CPUs")
+        assert ran > 0.5 * 500_000 * tl.NR_CPUS * 0.5, f"BE used only {ran} us in 0.5 s after unpark"
+        assert state_cgroups() == [], f"state file still lists {state_cgroups()}"
+        for p in bes:
+            tl.kill_proc(p)
+        log = sched.log_tail(200)
+    assert "parked /" + be in log and "unparked /" + be in log, log
+
+
+def test_parked_job_resumes_over_tcp():
+    """A BE server parked for 30 s in the middle of a request, with TCP
+    keepalive probing every second after 2 s idle (dead after 3 misses),
+    finishes and answers correctly on the same connection."""
+    parked_s = 30
+    # Size the job at ~2 s of CPU here (the test process runs at full speed).
+    t0, n0 = time.thread_time(), 20000
+    h = b"schedbe"
+    for _ in range(n0):
+        h = hashlib.sha256(h).digest()
+    n = int(n0 * 2.0 / max(time.thread_time() - t0, 1e-3))
+    h = b"schedbe"
+    for _ in range(n):
+        h = hashlib.sha256(h).digest()
+    expect = h.hex()
+
+    with be_and_lc_cgroups() as (lc, be), tl.Schedbe(*PARK_ARGS, name="park-tcp") as sched:
+        srv = tl.spawn([PY, str(PROGS / "sha_server.py")], cgroup=be, stdout=subprocess.PIPE)
+        port = int(srv.stdout.readline())
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 2)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+        s.sendall(f"{n}\n".encode())
+        time.sleep(0.3)  # the job is running
+        hogs = lc_hogs(lc)
+        t_park = wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
+        t_parked = time.monotonic()
+        while time.monotonic() - t_parked < parked_s:
+            assert frozen(be), "the BE server was thawed while LC still overloaded every CPU"
+            sched.check_running()
+            time.sleep(1)
+        for p in hogs:
+            tl.kill_proc(p)
+        s.settimeout(120)
+        reply = s.makefile().readline().strip()
+        total = time.monotonic() - t_parked
+        tl.log(f"park-tcp: job of {n} SHA-256 steps parked {t_park:.2f}s after overload began, "
+               f"stayed parked >= {parked_s}s, answered {total:.1f}s after parking, correct={reply == expect}")
+        assert reply == expect, f"wrong or missing answer {reply!r}"
+        s.close()
+        srv.wait(10)
+
+
+def test_sigkill_daemon_guardian_thaws():
+    """SIGKILL of `schedbe run` while BE is parked: the kernel falls back to
+    EEVDF and the guardian thaws BE within 5 s; BE runs again."""
+    with be_and_lc_cgroups() as (lc, be):
+        sched = tl.Schedbe(*PARK_ARGS, name="park-sigkill").start()
+        try:
+            bes = [tl.spawn(tl.BUSY_LOOP, cgroup=be) for _ in range(tl.NR_CPUS)]
+            hogs, _ = park_under_overload(sched, lc, be)
+            t0 = time.monotonic()
+            os.kill(sched.proc.pid, signal.SIGKILL)  # the daemon only, not its guardian
+            tl.wait_for(lambda: not frozen(be), GUARDIAN_MAX_S, what="the guardian to thaw BE")
+            t_thaw = time.monotonic() - t0
+            tl.wait_for(lambda: tl.scx_state() == "disabled", 30, what="sched_ext disabled")
+            ran = usage_grows(be, 1.0)  # under EEVDF, next to the LC hogs
+            tl.log(f"park-sigkill: BE thawed {t_thaw:.2f}s after SIGKILL of the daemon; "
+                   f"then used {ran} us in 1 s under EEVDF; state file {state_cgroups()}")
+            assert ran > 0, "BE did not run after the daemon died"
+            assert state_cgroups() == []
+            for p in hogs + bes:
+                tl.kill_proc(p)
+        finally:
+            sched.kill()
+
+
+def test_leftovers_thawed_by_thaw_and_next_start():
+    """Daemon and guardian both SIGKILLed (as if the machine's supervisor killed
+    the whole group): BE stays frozen and the state file lists it; `schedbe
+    thaw` thaws it. Again, and the next `schedbe run` thaws it at start."""
+    with be_and_lc_cgroups() as (lc, be):
+        for how in ("thaw", "restart"):
+            sched = tl.Schedbe(*PARK_ARGS, name=f"park-leftover-{how}").start()
+            bes = [tl.spawn(tl.BUSY_LOOP, cgroup=be) for _ in range(tl.NR_CPUS)]
+            hogs, _ = park_under_overload(sched, lc, be)
+            os.killpg(sched.proc.pid, signal.SIGKILL)  # daemon and guardian
+            sched.proc.wait(10)
+            sched.kill()
+            tl.wait_for(lambda: tl.scx_state() == "disabled", 30, what="sched_ext disabled")
+            for p in hogs:
+                tl.kill_proc(p)
+            time.sleep(1.0)
+            assert frozen(be), "BE was thawed although nothing was left to thaw it"
+            assert state_cgroups() == [be]
+            if how == "thaw":
+                r = subprocess.run([str(tl.SCHEDBE), "thaw"], capture_output=True, text=True, timeout=30)
+                assert r.returncode == 0, r.stderr
+                assert be in r.stdout, r.stdout
+                assert not frozen(be)
+            else:
+                with tl.Schedbe(*PARK_ARGS, name="park-restarted") as s2:
+                    tl.wait_for(lambda: not frozen(be), 5, what="the restarted schedbe to thaw BE")
+                    assert "left frozen" in s2.log_tail(50)
+            assert state_cgroups() == []
+            assert usage_grows(be) > 0
+            for p in bes:
+                tl.kill_proc(p)
+
+
+def test_lock_held_by_parked_be_is_bounded():
+    """A BE process is parked while holding a futex-based mutex its LC peer
+    needs; LC hogs keep every other CPU busy. The LC peer's wait is bounded by
+    unparking (its own CPU goes idle while it waits); report the bound."""
+    rounds, hog_s, crit_s = 3, 3.0, 0.2
+    with be_and_lc_cgroups() as (lc, be):
+        with tl.Schedbe(*PARK_ARGS, name="park-lock") as sched:
+            hogs = lc_hogs(lc, cpus=range(1, tl.NR_CPUS))
+            out = tl.results_dir() / "park-lock.jsonl"
+            with open(out, "w") as f:
+                pair = tl.spawn([PY, str(PROGS / "lock_pair.py"), str(tl.cg_path(be)), "0",
+                                 str(rounds), str(hog_s), str(crit_s)], cgroup=lc, stdout=f)
+                pair.wait(rounds * (hog_s + 30) + 30)
+            sched.check_running()
+            for p in hogs:
+                tl.kill_proc(p)
+        res = [json.loads(line) for line in out.read_text().splitlines()]
+    assert pair.returncode == 0 and len(res) == rounds, res
+    waits = [r["wait_s"] for r in res]
+    parked = sum(r["be_frozen_at_wait"] for r in res)
+    tl.log(f"park-lock: LC waits for a lock held by parked BE: {', '.join(f'{w:.3f}' for w in waits)} s "
+           f"(max {max(waits):.3f} s; BE frozen at {parked}/{rounds} waits; unpark_after {UNPARK_AFTER_MS} ms, "
+           f"critical section {crit_s} s CPU)")
+    assert parked >= 1, "BE was never parked holding the lock: the test did not test anything"
+    bound = UNPARK_AFTER_MS / 1000 + crit_s + PARK_SLACK_S
+    assert max(waits) < bound, f"LC waited {max(waits):.2f}s for the lock (bound {bound:.2f}s)"
