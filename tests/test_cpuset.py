@@ -23,8 +23,8 @@ pytestmark = pytest.mark.vm
 LC_CG = f"{tl.TEST_CG}/cs-lc"
 BE_CG = f"{tl.TEST_CG}/cs-be"
 WINDOW = 6
-BE_MIN_CPUS = 0.85      # of CPU 0, the one CPU only BE may use
-LC_MIN_CPUS = 1.85      # of CPUs 1-2
+BE_MIN_SHARE = 0.85     # of CPU 0, the one CPU only BE may use (tracer window)
+LC_MIN_SHARE = 0.92     # of each of CPUs 1-2
 SHARED_BE_MAX = 0.01    # BE's share of CPU 1 (LC is always queued for it)
 
 
@@ -68,13 +68,17 @@ def test_overlapping_cpusets():
                      key=lambda t: -t["wait_ns"])[:5]
     tl.log("cpuset: top LC waiters besides the hogs: " + ", ".join(
         f"{t['comm']}/{t['pid']} wait {t['wait_ns'] / 1e6:.1f} ms run {t['run_ns'] / 1e6:.1f} ms" for t in waiters))
-    assert not frozen, "BE was parked although CPU 0 is free for it"
-    assert be_cpus >= BE_MIN_CPUS, f"BE used {be_cpus:.2f} CPUs; CPU 0 is all BE's"
-    assert lc_cpus >= LC_MIN_CPUS, f"LC used {lc_cpus:.2f} of its 2 CPUs"
     cpu = {c["cpu"]: c for c in rep["per_cpu"]}
-    for c in (0, 1, 3):
+    for c in (0, 1, 2, 3):
         tl.log(f"cpuset: CPU {c}: BE {cpu[c]['be_ns'] / cpu[c]['cpu_ns']:.4f}, "
+               f"LC {cpu[c]['lc_ns'] / cpu[c]['cpu_ns']:.4f}, "
                f"inversion {cpu[c]['inversion_ns'] / cpu[c]['cpu_ns']:.4f} of its time")
+    # Shares from the tracer's window: the cgroup figures above also cover the
+    # tracer's own start-up (a SCHED_FIFO BPF load), which may take CPU 0 for a while.
+    assert not frozen, "BE was parked although CPU 0 is free for it"
+    assert cpu[0]["be_ns"] >= BE_MIN_SHARE * cpu[0]["cpu_ns"], f"BE got too little of CPU 0, all BE's: {cpu[0]}"
+    for c in (1, 2):
+        assert cpu[c]["lc_ns"] >= LC_MIN_SHARE * cpu[c]["cpu_ns"], f"LC got too little of CPU {c}: {cpu[c]}"
     assert cpu[1]["be_ns"] <= SHARED_BE_MAX * cpu[1]["cpu_ns"], f"BE ran on CPU 1 next to waiting LC: {cpu[1]}"
     assert cpu[1]["inversion_ns"] <= SHARED_BE_MAX * cpu[1]["cpu_ns"], f"inversion on CPU 1: {cpu[1]}"
     assert cpu[3]["be_ns"] == 0, f"BE ran on CPU 3, outside its cpuset: {cpu[3]}"

@@ -70,8 +70,6 @@ impl<'a> Scheduler<'a> {
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
         rodata.park_after_ns = if cfg.park { cfg.park_after_ms * 1_000_000 } else { 0 };
-        // A BE stint shorter than an LC slice is a crumb, not progress (parking).
-        rodata.be_progress_ns = cfg.lc_slice_us * 1000;
         // LLC ids may be sparse; number them densely for the DSQ ids.
         let llc_index: HashMap<usize, u32> =
             topo.all_llcs.keys().enumerate().map(|(i, id)| (*id, i as u32)).collect();

@@ -33,9 +33,11 @@
  *         this costs LC is counted (guard_ns).
  *  parking: a BE task starved for park_after_ns is reported (its cgroup id,
  *         in starved_cgrps) to userspace, which freezes its BE cgroup
- *         (park.rs). Starved: runnable all that time without once running
- *         for be_progress_ns in a row; crumbs (a BE task that starts and
- *         yields at once because LC shows up) are not progress. A frozen task is not runnable, so it costs
+ *         (park.rs). Starved: runnable for a whole park_after_ns window and
+ *         given less than 1/32 of it on a CPU. Under LC overload BE still
+ *         gets crumbs (it starts and yields at once when LC shows up), so
+ *         "never ran" would almost never hold; a BE task that gets a real
+ *         share of a CPU, however it is sliced, is not starved. A frozen task is not runnable, so it costs
  *         neither CPU nor watchdog. The freezer stops a task only on its way
  *         back to user space, so a task with a freeze pending
  *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
@@ -65,7 +67,6 @@ const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
 const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
 const volatile u64 park_after_ns = 0;	/* 0: parking off */
-const volatile u64 be_progress_ns = 5ULL * 1000 * 1000;
 const volatile u32 nr_llcs = 1;
 const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
 
@@ -78,7 +79,8 @@ private(SCHEDBE) struct bpf_cpumask __kptr *be_cpus;
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
 	u64 enq_at;		/* BE: when queued (starvation guard) */
-	u64 starve_since;	/* BE: runnable without progress since (parking); 0: not */
+	u64 starve_since;	/* BE: start of the current starvation window; 0: none */
+	u64 starve_ran;		/* BE: CPU time it got in that window */
 	u64 run_start;		/* when the current stint on a CPU began */
 	u64 runnable_at;	/* LC: start of unaccounted runnable time */
 	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
@@ -436,8 +438,13 @@ static bool guard_rescue(s32 cpu)
 			if (!tctx)
 				continue;
 			if (park_after_ns && tctx->starve_since &&
-			    waited(now, tctx->starve_since, park_after_ns))
-				report_starved(p, now);
+			    waited(now, tctx->starve_since, park_after_ns)) {
+				if (tctx->starve_ran < park_after_ns / 32)
+					report_starved(p, now);
+				/* next window */
+				tctx->starve_since = now;
+				tctx->starve_ran = 0;
+			}
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
 			starving = waited(now, tctx->enq_at, starvation_limit_ns);
@@ -587,9 +594,12 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
 	charge(p, tctx, now);
 	tctx->guarded = 0;
-	/* Starvation (parking) ends when the task sleeps or makes real progress. */
-	if (!runnable || now - tctx->run_start >= be_progress_ns)
+	/* Parking: CPU time in this starvation window; a task that sleeps is not starved. */
+	tctx->starve_ran += now - tctx->run_start;
+	if (!runnable) {
 		tctx->starve_since = 0;
+		tctx->starve_ran = 0;
+	}
 }
 
 /* LC runnable-load accounting for weight flattening (BE does not count). */
