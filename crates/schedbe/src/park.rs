@@ -165,31 +165,30 @@ fn idle_secs_per_cpu() -> Result<Vec<f64>> {
     Ok(out)
 }
 
+/// The threads in cgroup `dir` and its descendants (the subtree walk is
+/// schedbe-cgroup's, the same the rescan uses).
+fn subtree_threads(dir: &Path) -> Vec<libc::pid_t> {
+    let cgroups = schedbe_cgroup::walk(dir).unwrap_or_default();
+    cgroups
+        .iter()
+        .flat_map(|c| std::fs::read_to_string(dir.join(&c.rel).join("cgroup.threads")).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|t| t.trim().parse().ok())
+        .collect()
+}
+
 /// The CPUs any thread in cgroup `dir` (or below) may run on, and how many
 /// threads there are.
 fn usable_cpus(dir: &Path) -> (Vec<usize>, usize) {
+    let tids = subtree_threads(dir);
     let mut set = std::collections::BTreeSet::new();
-    let mut nthreads = 0;
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let tids = std::fs::read_to_string(d.join("cgroup.threads")).unwrap_or_default();
-        for tid in tids.lines().filter_map(|t| t.trim().parse::<libc::pid_t>().ok()) {
-            nthreads += 1;
-            // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-            let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            if unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) } == 0 {
-                for c in 0..libc::CPU_SETSIZE as usize {
-                    if unsafe { libc::CPU_ISSET(c, &mask) } {
-                        set.insert(c);
-                    }
-                }
-            }
-        }
-        if let Ok(rd) = std::fs::read_dir(&d) {
-            todo.extend(rd.flatten().filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false)).map(|e| e.path()));
+    for &tid in &tids {
+        // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+        let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) } == 0 {
+            set.extend((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &mask) }));
         }
     }
-    (set.into_iter().collect(), nthreads)
+    (set.into_iter().collect(), tids.len())
 }
 
 /// Counters for the stats.
@@ -376,7 +375,7 @@ impl Parker {
     }
 
     pub fn counts(&self) -> ParkCounts {
-        let tasks = self.parked.keys().map(|rel| count_threads(&Path::new(CGROUP_ROOT).join(rel))).sum();
+        let tasks = self.parked.keys().map(|rel| subtree_threads(&Path::new(CGROUP_ROOT).join(rel)).len() as u64).sum();
         ParkCounts {
             parked_cgroups: self.parked.len() as u64,
             parked_tasks: tasks,
@@ -390,15 +389,6 @@ impl Drop for Parker {
     fn drop(&mut self) {
         self.unpark_all("schedbe is exiting");
     }
-}
-
-/// Threads in a cgroup and its descendants.
-fn count_threads(dir: &Path) -> u64 {
-    let own = std::fs::read_to_string(dir.join("cgroup.threads")).map(|s| s.lines().count() as u64).unwrap_or(0);
-    let kids: u64 = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false)).map(|e| count_threads(&e.path())).sum())
-        .unwrap_or(0);
-    own + kids
 }
 
 /// The guardian: a small process that outlives the daemon and thaws what
