@@ -79,13 +79,16 @@ struct RunArgs {
     /// Do not treat kubelet BestEffort cgroups as BE by default
     #[arg(long)]
     no_default_be_cgroups: bool,
+    /// LC time slice in µs [default 5000]
     #[arg(long)]
     lc_slice_us: Option<u64>,
+    /// BE time slice in µs (LC preempts BE whenever it needs the CPU, so this can be long) [default 20000]
     #[arg(long)]
     be_slice_us: Option<u64>,
     /// A BE task waiting longer than this gets one guard slice (keeps the watchdog away)
     #[arg(long)]
     starvation_limit_ms: Option<u64>,
+    /// Length in µs of the guard slice a starved BE task gets [default 2000]
     #[arg(long)]
     guard_slice_us: Option<u64>,
     /// Never park (freeze) starved BE cgroups; only the starvation guard serves them

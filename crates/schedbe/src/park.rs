@@ -368,6 +368,11 @@ impl Parker {
         }
     }
 
+    /// Is any cgroup parked (so idle capacity must be sampled)?
+    pub fn any_parked(&self) -> bool {
+        !self.parked.is_empty()
+    }
+
     /// Thaw every parked cgroup.
     pub fn unpark_all(&mut self, why: &str) {
         let all: Vec<String> = self.parked.keys().cloned().collect();

@@ -22,8 +22,18 @@ use crate::park::{self, ParkSettings, Parker};
 use crate::stats::Metrics;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
-/// How often parking samples starvation reports and idle capacity.
+/// How often parking samples idle capacity while something is parked.
 const PARK_SAMPLE_MS: u64 = 100;
+/// How often the starvation reports are read while nothing is parked. Each
+/// wakeup of this loop costs about a millisecond of CPU under emulation, so
+/// it only wakes when some periodic job is due (adds at most this much to
+/// park_after_ms before a starved cgroup is frozen).
+const STARVED_POLL_MS: u64 = 250;
+/// Every how many rescans stale cgrp_load entries are removed.
+const LOAD_GC_EVERY: u64 = 10;
+/// Longest sleep of the main loop: how soon SIGINT/SIGTERM or the kernel
+/// ejecting the scheduler is noticed.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(250);
 
 /// How `schedbe run` prints stats.
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +61,7 @@ pub struct Scheduler<'a> {
     be_rels: HashSet<String>,
     parker: Option<Parker>,
     last_flatten: Instant,
+    rescans: u64,
     started: Instant,
     nr_cpus: u64,
 }
@@ -116,6 +127,7 @@ impl<'a> Scheduler<'a> {
             be_rels: HashSet::new(),
             parker,
             last_flatten: Instant::now(),
+            rescans: 0,
             started: Instant::now(),
             nr_cpus: topo.all_cpus.len() as u64,
             skel,
@@ -166,6 +178,22 @@ impl<'a> Scheduler<'a> {
             }
         }
         self.warned_cpu_max.retain(|r| limits.iter().any(|l| &l.rel == r));
+
+        // Drop the load counters of removed cgroups now and then, so pod churn
+        // cannot fill cgrp_load (a full key scan walks every hash bucket).
+        self.rescans += 1;
+        if self.rescans % LOAD_GC_EVERY == 0 {
+            let dead: Vec<Vec<u8>> = self
+                .skel
+                .maps
+                .cgrp_load
+                .keys()
+                .filter(|k| k.len() >= 8 && !self.id_rel.contains_key(&u64::from_ne_bytes(k[..8].try_into().unwrap_or_default())))
+                .collect();
+            for k in dead {
+                let _ = self.skel.maps.cgrp_load.delete(&k);
+            }
+        }
         Ok(())
     }
 
@@ -222,11 +250,12 @@ impl<'a> Scheduler<'a> {
         let dt = self.last_flatten.elapsed().as_nanos().max(1) as f64;
         self.last_flatten = Instant::now();
 
+        // Look up the cgroups of the cached tree by id: iterating the map's
+        // keys instead would scan all of its 16384 hash buckets.
         let mut load_now: HashMap<u64, u64> = HashMap::new();
-        for key in self.skel.maps.cgrp_load.keys() {
-            if let Some(v) = self.skel.maps.cgrp_load.lookup(&key, MapFlags::ANY)? {
-                let id = u64::from_ne_bytes(key[..8].try_into()?);
-                load_now.insert(id, u64::from_ne_bytes(v[..8].try_into()?));
+        for (id, ..) in &self.tree {
+            if let Some(v) = self.skel.maps.cgrp_load.lookup(&id.to_ne_bytes(), MapFlags::ANY)? {
+                load_now.insert(*id, u64::from_ne_bytes(v[..8].try_into()?));
             }
         }
         let live: HashSet<u64> = self.tree.iter().map(|c| c.0).collect();
@@ -254,10 +283,6 @@ impl<'a> Scheduler<'a> {
             self.factor_ids.remove(&id);
             self.factors.remove(&id);
         }
-        for id in load_now.keys().filter(|id| !live.contains(id)) {
-            let _ = self.skel.maps.cgrp_load.delete(&id.to_ne_bytes());
-        }
-        load_now.retain(|id, _| live.contains(id));
         self.load_prev = load_now;
         Ok(())
     }
@@ -345,10 +370,11 @@ impl<'a> Scheduler<'a> {
         };
         let rescan_every = Duration::from_millis(self.cfg.rescan_ms);
         let flatten_every = Duration::from_millis(self.cfg.flatten_ms);
-        let park_every = Duration::from_millis(PARK_SAMPLE_MS);
-        let (mut next_rescan, mut next_flatten) = (Instant::now() + rescan_every, Instant::now() + flatten_every);
-        let mut next_park = Instant::now() + park_every;
-        let mut next_stats = out.interval.map(|i| Instant::now() + i);
+        let now = Instant::now();
+        // Fixed-rate deadlines from one origin, so jobs with commensurate
+        // periods fall due together and share a wakeup.
+        let (mut next_rescan, mut next_flatten, mut next_park) = (now + rescan_every, now + flatten_every, now);
+        let mut next_stats = out.interval.map(|i| now + i);
         let mut prev = self.metrics()?;
         let mut rows = 0u64;
 
@@ -358,19 +384,20 @@ impl<'a> Scheduler<'a> {
                 if let Err(e) = self.rescan() {
                     warn!("cgroup rescan failed: {e:#}");
                 }
-                next_rescan = now + rescan_every;
+                next_rescan = advance(next_rescan, rescan_every, now);
             }
             if now >= next_flatten {
                 if let Err(e) = self.flatten() {
                     warn!("weight flattening failed: {e:#}");
                 }
-                next_flatten = now + flatten_every;
+                next_flatten = advance(next_flatten, flatten_every, now);
             }
             if now >= next_park {
                 if let Err(e) = self.park_step() {
                     warn!("parking step failed: {e:#}");
                 }
-                next_park = now + park_every;
+                let parked = self.parker.as_ref().is_some_and(|p| p.any_parked());
+                next_park = advance(next_park, Duration::from_millis(if parked { PARK_SAMPLE_MS } else { STARVED_POLL_MS }), now);
             }
             if let (Some(t), Some(intv)) = (next_stats, out.interval) {
                 if now >= t {
@@ -387,16 +414,21 @@ impl<'a> Scheduler<'a> {
                         d.format_row(&mut so)?;
                     }
                     rows += 1;
-                    next_stats = Some(now + intv);
+                    next_stats = Some(advance(t, intv, now));
                 }
             }
+            // Sleep until the next job is due (capped so shutdown and the
+            // kernel's exit are noticed within SHUTDOWN_POLL), or a stats
+            // client asks.
+            let due = [Some(next_rescan), Some(next_flatten), Some(next_park), next_stats].into_iter().flatten().min().unwrap_or(now);
+            let wait = due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL);
             match &chans {
-                Some((res_ch, req_ch)) => match req_ch.recv_timeout(Duration::from_millis(50)) {
+                Some((res_ch, req_ch)) => match req_ch.recv_timeout(wait) {
                     Ok(()) => res_ch.send(self.metrics()?)?,
                     Err(crossbeam::channel::RecvTimeoutError::Timeout) => {}
                     Err(e) => return Err(e.into()),
                 },
-                None => std::thread::sleep(Duration::from_millis(50)),
+                None => std::thread::sleep(wait),
             }
         }
 
@@ -406,5 +438,16 @@ impl<'a> Scheduler<'a> {
         }
         let _ = self.struct_ops.take();
         uei_report!(&self.skel, uei)
+    }
+}
+
+/// The next deadline of a periodic job that was due at `due`: one period
+/// later, or one period from `now` if the loop fell behind.
+fn advance(due: Instant, period: Duration, now: Instant) -> Instant {
+    let next = due + period;
+    if next > now {
+        next
+    } else {
+        now + period
     }
 }
