@@ -14,7 +14,6 @@ use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,9 +143,6 @@ fn set_keepalive(s: &TcpStream, idle: u32) -> Result<()> {
 
 /// Start `argv` in cgroup `cg` (joined before exec) with output to `log`.
 fn spawn_in(argv: &[&str], cg: &Path, log: Option<&Path>) -> Result<Child> {
-    let procs = fs::OpenOptions::new().write(true).open(cg.join("cgroup.procs"))
-        .with_context(|| format!("cannot open {}/cgroup.procs", cg.display()))?;
-    let fd = procs.as_raw_fd();
     let mut c = Command::new(argv[0]);
     c.args(&argv[1..]).stdin(Stdio::null());
     match log {
@@ -157,15 +153,7 @@ fn spawn_in(argv: &[&str], cg: &Path, log: Option<&Path>) -> Result<Child> {
             c.stdout(Stdio::null()).stderr(Stdio::null());
         }
     }
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(move || {
-            if libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1) != 1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let procs = schedbe_cgroup::spawn_into(&mut c, cg)?;
     let ch = c.spawn().with_context(|| format!("cannot start {}", argv[0]))?;
     drop(procs);
     Ok(ch)

@@ -180,6 +180,35 @@ pub fn proc_cgroup(pid: u32) -> Result<String> {
     bail!("process {pid} has no cgroup v2 entry (is cgroup v2 mounted?)")
 }
 
+/// Make the child of `cmd` start in cgroup `cg`: it writes itself into
+/// `cg/cgroup.procs` between fork and exec, so it never runs a single
+/// instruction of the program elsewhere (and no window exists in which it
+/// could fork outside `cg`). Returns the open `cgroup.procs` file, which must
+/// stay open until `cmd` has been spawned. Further `pre_exec` hooks added
+/// later run after this one.
+pub fn spawn_into(cmd: &mut std::process::Command, cg: &Path) -> Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    // Opened before fork (O_CLOEXEC), so the child only needs write(2).
+    let procs = fs::OpenOptions::new()
+        .write(true)
+        .open(cg.join("cgroup.procs"))
+        .with_context(|| format!("cannot open {}/cgroup.procs", cg.display()))?;
+    let fd = procs.as_raw_fd();
+    // SAFETY: the hook only calls write(2), which is async-signal-safe, and
+    // does not allocate.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1) != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(procs)
+}
+
 /// Is cgroup v2 mounted at [`CGROUP_ROOT`]?
 pub fn cgroup2_mounted() -> bool {
     Path::new(CGROUP_ROOT).join("cgroup.controllers").exists()

@@ -8,7 +8,6 @@
 
 use std::fs;
 use std::io::ErrorKind;
-use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,38 +67,30 @@ pub fn exec_be(cmd: &[String]) -> Result<i32> {
 
     let mut c = Command::new(prog);
     c.args(args);
-    // Opened before fork (O_CLOEXEC), so the child only needs write(2).
     let procs = match &leaf {
-        Some(l) => Some(
-            fs::OpenOptions::new()
-                .write(true)
-                .open(l.join("cgroup.procs"))
-                .with_context(|| format!("cannot open {}/cgroup.procs", l.display()))?,
-        ),
+        Some(l) => match schedbe_cgroup::spawn_into(&mut c, l) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                let _ = fs::remove_dir(l);
+                return Err(e);
+            }
+        },
         None => None,
     };
-    let procs_fd = procs.as_ref().map(|f| f.as_raw_fd());
+    let sched_idle = leaf.is_none();
     // SAFETY: the pre_exec closure only makes async-signal-safe calls
-    // (signal, write, sched_setscheduler) and does not allocate.
+    // (signal, sched_setscheduler) and does not allocate.
     unsafe {
         c.pre_exec(move || {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGQUIT, libc::SIG_DFL);
-            match procs_fd {
-                Some(fd) => {
-                    if libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1) != 1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                }
-                None => {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
+            if sched_idle {
+                let param = libc::sched_param { sched_priority: 0 };
+                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                    return Err(std::io::Error::last_os_error());
                 }
             }
+            Ok(())
         });
     }
     let mut child = match c.spawn() {
