@@ -30,7 +30,8 @@ pub struct Config {
     pub flatten_ms: u64,
     /// Park (freeze) BE cgroups whose tasks starve under LC overload.
     pub park: bool,
-    /// A BE task runnable but not run for this long gets its cgroup parked.
+    /// A BE task runnable for this long that got less than 1/32 of it on a
+    /// CPU gets its cgroup parked.
     pub park_after_ms: u64,
     /// Parked cgroups are thawed once LC has left idle capacity this long.
     pub unpark_after_ms: u64,
@@ -52,7 +53,7 @@ impl Default for Config {
             rescan_ms: 1000,
             flatten_ms: 250,
             park: true,
-            park_after_ms: 1000,
+            park_after_ms: 3000,
             unpark_after_ms: 500,
             unpark_idle_pct: 10,
             state_file: crate::park::DEFAULT_STATE_FILE.to_string(),
