@@ -229,7 +229,7 @@ fn utc_stamp() -> String {
     format!("{y:04}{mo:02}{d:02}-{:02}{:02}{:02}Z", sod / 3600, sod / 60 % 60, sod % 60)
 }
 
-fn machine_meta(m: &mut Meta) {
+pub(crate) fn machine_meta(m: &mut Meta) {
     // SAFETY: uname fills a plain struct.
     unsafe {
         let mut u: libc::utsname = std::mem::zeroed();
@@ -244,15 +244,21 @@ fn machine_meta(m: &mut Meta) {
     m.sched_ext = sched_ext_state().map(|s| format!("available (state {s})")).unwrap_or_else(|| "not in this kernel".into());
 }
 
-/// Locate scripts/plot.py: $SCHEDBE_PLOT, or scripts/plot.py under the cwd,
-/// or under an ancestor of this binary (the workspace).
+/// Locate scripts/plot.py: $SCHEDBE_PLOT, or as [`find_script`] does.
 fn find_plot_script() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("SCHEDBE_PLOT") {
         return Some(PathBuf::from(p));
     }
-    let mut cands = vec![PathBuf::from("scripts/plot.py")];
+    find_script("plot.py")
+}
+
+/// Locate scripts/NAME under the cwd or under an ancestor of this binary
+/// (the workspace).
+pub(crate) fn find_script(name: &str) -> Option<PathBuf> {
+    let rel = Path::new("scripts").join(name);
+    let mut cands = vec![rel.clone()];
     if let Ok(exe) = std::env::current_exe() {
-        cands.extend(exe.ancestors().skip(1).map(|d| d.join("scripts/plot.py")));
+        cands.extend(exe.ancestors().skip(1).map(|d| d.join(&rel)));
     }
     cands.into_iter().find(|p| p.is_file())
 }

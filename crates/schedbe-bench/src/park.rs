@@ -24,6 +24,9 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::be::ResizeJob;
+use crate::experiment::{find_script, machine_meta};
+use crate::report::Meta;
+use crate::runner::sched_ext_state;
 use crate::sys::{monotonic_ns, Policy};
 
 const CG_BASE: &str = "/sys/fs/cgroup/schedbe-park-resume";
@@ -164,7 +167,7 @@ fn frozen(cg: &Path) -> bool {
 }
 
 fn scx_state() -> String {
-    fs::read_to_string("/sys/kernel/sched_ext/state").map(|s| s.trim().to_string()).unwrap_or_else(|_| "absent".into())
+    sched_ext_state().unwrap_or_else(|| "absent".into())
 }
 
 /// Everything the experiment started, torn down on every exit path.
@@ -233,9 +236,9 @@ struct Report {
 }
 
 fn machine() -> String {
-    let rel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let virt = if fs::read_to_string("/proc/cpuinfo").unwrap_or_default().contains("hypervisor") { ", virtual machine" } else { "" };
-    format!("kernel {}{virt}", rel.trim())
+    let mut m = Meta::default();
+    machine_meta(&mut m);
+    format!("kernel {}{}", m.kernel, if m.hypervisor { ", virtual machine" } else { "" })
 }
 
 pub fn run(a: &ParkArgs) -> Result<()> {
@@ -456,9 +459,7 @@ pub fn run(a: &ParkArgs) -> Result<()> {
     fs::write(out.join("summary.md"), &summary)?;
     println!("{summary}");
     if !a.no_plot {
-        let mut cands = vec![PathBuf::from("scripts/plot_park.py")];
-        cands.extend(me.ancestors().skip(1).map(|d| d.join("scripts/plot_park.py")));
-        let script = cands.into_iter().find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("scripts/plot_park.py"));
+        let script = find_script("plot_park.py").unwrap_or_else(|| PathBuf::from("scripts/plot_park.py"));
         match Command::new("/usr/bin/python3").arg(&script).arg(&out).env("MPLCONFIGDIR", std::env::temp_dir().join("schedbe-mpl")).status() {
             Ok(s) if s.success() => println!("figure: {}", out.join("park-resume.png").display()),
             Ok(s) => eprintln!("park-resume: plotting failed ({s}); data is in {}", out.display()),

@@ -8,6 +8,7 @@
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
+//!
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
 
 mod bpf_intf;

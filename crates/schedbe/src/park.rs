@@ -130,12 +130,13 @@ pub fn thaw_leftovers(state_file: &Path) -> Result<Vec<String>> {
     Ok(thawed)
 }
 
-/// The cgroup (relative path) this process runs in.
-fn own_cgroup() -> String {
-    std::fs::read_to_string("/proc/self/cgroup")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("0::").map(|p| p.trim_matches('/').to_string())))
-        .unwrap_or_default()
+/// At start, parking on or off: thaw what a previous run left frozen and say so.
+pub fn thaw_at_start(state_file: &Path) -> Result<()> {
+    let left = thaw_leftovers(state_file)?;
+    if !left.is_empty() {
+        warn!("thawed {} cgroup(s) a previous schedbe left frozen: /{}", left.len(), left.join(", /"));
+    }
+    Ok(())
 }
 
 /// Is `anc` the cgroup `rel` or one of its ancestors?
@@ -224,14 +225,11 @@ pub struct Parker {
 impl Parker {
     /// Thaws what a previous run left frozen, then starts with nothing parked.
     pub fn new(s: ParkSettings) -> Result<Self> {
-        let left = thaw_leftovers(&s.state_file)?;
-        if !left.is_empty() {
-            warn!("thawed {} cgroup(s) a previous schedbe left frozen: /{}", left.len(), left.join(", /"));
-        }
+        thaw_at_start(&s.state_file)?;
         Ok(Self {
             s,
             parked: BTreeMap::new(),
-            own: own_cgroup(),
+            own: schedbe_cgroup::proc_cgroup(std::process::id()).unwrap_or_default(),
             warned: HashSet::new(),
             last_sample: None,
             ticks: 0,
@@ -312,7 +310,7 @@ impl Parker {
         let mut empty = Vec::new();
         // Tasks come and go, and affinities change: refresh about every second.
         self.ticks += 1;
-        let refresh = self.ticks % 10 == 0;
+        let refresh = self.ticks.is_multiple_of(10);
         for (rel, p) in self.parked.iter_mut() {
             if refresh {
                 let (cpus, n) = usable_cpus(&Path::new(CGROUP_ROOT).join(rel));

@@ -103,10 +103,7 @@ impl<'a> Scheduler<'a> {
                 state_file,
             })?)
         } else {
-            let left = park::thaw_leftovers(&state_file)?;
-            if !left.is_empty() {
-                warn!("thawed {} cgroup(s) a previous schedbe left frozen: /{}", left.len(), left.join(", /"));
-            }
+            park::thaw_at_start(&state_file)?;
             None
         };
 
@@ -182,7 +179,7 @@ impl<'a> Scheduler<'a> {
         // Drop the load counters of removed cgroups now and then, so pod churn
         // cannot fill cgrp_load (a full key scan walks every hash bucket).
         self.rescans += 1;
-        if self.rescans % LOAD_GC_EVERY == 0 {
+        if self.rescans.is_multiple_of(LOAD_GC_EVERY) {
             let dead: Vec<Vec<u8>> = self
                 .skel
                 .maps
