@@ -186,6 +186,11 @@ def cg_usage_usec(rel):
     raise KeyError("usage_usec")
 
 
+def cg_frozen(rel):
+    """Is the cgroup frozen (cgroup.events "frozen 1")?"""
+    return "frozen 1" in cg_read(rel, "cgroup.events").splitlines()
+
+
 def cg_procs(rel):
     return [int(x) for x in cg_read(rel, "cgroup.procs").split()]
 

@@ -56,7 +56,7 @@ def test_overlapping_cpusets():
             dt = time.monotonic() - t0
             be_cpus = (tl.cg_usage_usec(be) - be0) / 1e6 / dt
             lc_cpus = (tl.cg_usage_usec(lc) - lc0) / 1e6 / dt
-            frozen = "frozen 1" in tl.cg_read(be, "cgroup.events").splitlines()
+            frozen = tl.cg_frozen(be)
             sched.check_running()
         finally:
             for p in procs:

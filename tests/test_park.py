@@ -39,10 +39,6 @@ PARK_SLACK_S = 3.0
 GUARDIAN_MAX_S = 5.0
 
 
-def frozen(rel):
-    return "frozen 1" in tl.cg_read(rel, "cgroup.events").splitlines()
-
-
 def state_cgroups():
     try:
         return json.loads(STATE.read_text())["cgroups"]
@@ -69,7 +65,7 @@ def lc_hogs(lc, cpus=None):
 
 def wait_frozen(rel, want, timeout):
     t0 = time.monotonic()
-    tl.wait_for(lambda: frozen(rel) == want, timeout, what=f"/{rel} frozen={int(want)}")
+    tl.wait_for(lambda: tl.cg_frozen(rel) == want, timeout, what=f"/{rel} frozen={int(want)}")
     return time.monotonic() - t0
 
 
@@ -104,7 +100,7 @@ def test_overload_parks_then_resumes():
         be_us, lc_us = tl.cg_usage_usec(be) - be0, tl.cg_usage_usec(lc) - lc0
         elapsed = time.monotonic() - w0
         sched.check_running()
-        assert frozen(be)
+        assert tl.cg_frozen(be)
         lc_cpus = lc_us / 1e6 / elapsed
         tl.log(f"park: frozen {t_park:.2f}s after LC overload started; while parked BE used "
                f"{be_us} us in {elapsed:.1f}s, LC {lc_cpus:.2f} of {tl.NR_CPUS} CPUs")
@@ -155,7 +151,7 @@ def test_parked_job_resumes_over_tcp():
         t_park = wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
         t_parked = time.monotonic()
         while time.monotonic() - t_parked < parked_s:
-            assert frozen(be), "the BE server was thawed while LC still overloaded every CPU"
+            assert tl.cg_frozen(be), "the BE server was thawed while LC still overloaded every CPU"
             sched.check_running()
             time.sleep(1)
         for p in hogs:
@@ -180,7 +176,7 @@ def test_sigkill_daemon_guardian_thaws():
             hogs, _ = park_under_overload(sched, lc, be)
             t0 = time.monotonic()
             os.kill(sched.proc.pid, signal.SIGKILL)  # the daemon only, not its guardian
-            tl.wait_for(lambda: not frozen(be), GUARDIAN_MAX_S, what="the guardian to thaw BE")
+            tl.wait_for(lambda: not tl.cg_frozen(be), GUARDIAN_MAX_S, what="the guardian to thaw BE")
             t_thaw = time.monotonic() - t0
             tl.wait_for(lambda: tl.scx_state() == "disabled", 30, what="sched_ext disabled")
             ran = usage_grows(be, 1.0)  # under EEVDF, next to the LC hogs
@@ -210,16 +206,16 @@ def test_leftovers_thawed_by_thaw_and_next_start():
             for p in hogs:
                 tl.kill_proc(p)
             time.sleep(1.0)
-            assert frozen(be), "BE was thawed although nothing was left to thaw it"
+            assert tl.cg_frozen(be), "BE was thawed although nothing was left to thaw it"
             assert state_cgroups() == [be]
             if how == "thaw":
                 r = subprocess.run([str(tl.SCHEDBE), "thaw"], capture_output=True, text=True, timeout=30)
                 assert r.returncode == 0, r.stderr
                 assert be in r.stdout, r.stdout
-                assert not frozen(be)
+                assert not tl.cg_frozen(be)
             else:
                 with tl.Schedbe(*PARK_ARGS, name="park-restarted") as s2:
-                    tl.wait_for(lambda: not frozen(be), 5, what="the restarted schedbe to thaw BE")
+                    tl.wait_for(lambda: not tl.cg_frozen(be), 5, what="the restarted schedbe to thaw BE")
                     assert "left frozen" in s2.log_tail(50)
             assert state_cgroups() == []
             assert usage_grows(be) > 0
