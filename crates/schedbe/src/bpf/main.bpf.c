@@ -122,8 +122,9 @@ struct {
 } guard_next SEC(".maps");
 
 /*
- * cgroup id -> when one of its BE tasks was last seen starved (queued longer
- * than park_after_ns). Userspace reads and deletes the entries.
+ * cgroup id -> when one of its BE tasks was last seen starved (runnable for a
+ * whole park_after_ns window with less than 1/32 of it on a CPU). Userspace
+ * reads and deletes the entries.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -415,7 +416,7 @@ static void report_starved(struct task_struct *p, u64 now)
  *    LC cgroup, policy changed, killed, or being frozen) is moved to this CPU
  *    and runs now; it is reclassified at its next enqueue. Without this it
  *    would sit in the BE queue behind LC until a guard slice.
- *  - parking: BE tasks queued longer than park_after_ns are reported.
+ *  - parking: BE tasks starved over a park_after_ns window are reported.
  *  - starvation guard: one BE task queued longer than the limit gets a short
  *    slice on this CPU.
  */
