@@ -24,6 +24,7 @@ VM := scripts/vm.sh
 VM_CPUS ?= 4
 VM_MEM ?= 2G
 VM_TIMEOUT ?= 2700
+VM_RETRIES ?= 2
 DEMO_CPUS ?= 2
 T ?=
 
@@ -51,8 +52,15 @@ test-host:
 	$(PYTEST) -v -rs -m "not vm and not bench_plot" tests
 
 # The whole suite in one guest with 4 vCPUs (or natively when this kernel has sched_ext).
+# vm.sh exits 75 when the guest kernel hit the x86 text-patching race (an upstream
+# bug, docs/testing.md) or QEMU died before the guest started the suite; the suite
+# then boots again, at most VM_RETRIES times.
 test-vm:
-	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout $(VM_TIMEOUT) -- tests/run-vm-suite.sh $(T)
+	@n=0; while :; do rc=0; \
+	  $(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout $(VM_TIMEOUT) -- tests/run-vm-suite.sh $(T) || rc=$$?; \
+	  if [ $$rc -eq 75 ] && [ $$n -lt $(VM_RETRIES) ]; then n=$$((n + 1)); \
+	    echo "test-vm: vm.sh reported a temporary failure (exit 75, reason above); running the suite again ($$n of $(VM_RETRIES))" >&2; continue; fi; \
+	  exit $$rc; done
 
 # The figures of the VM suite's `schedbe bench srv-bg --quick` run (tests/test_bench.py),
 # drawn here: matplotlib under emulation takes minutes per figure.

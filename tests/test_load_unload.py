@@ -1,4 +1,4 @@
-"""Load and unload schedbe 20 times under load: each time `schedbe run` reaches
+"""Load and unload schedbe 10 times under load: each time `schedbe run` reaches
 enabled, exits 0 on SIGINT (every fifth time SIGTERM) and sched_ext returns to
 disabled; afterwards every workload process still exists and still runs."""
 
@@ -9,7 +9,7 @@ import pytest
 
 import schedbe_testlib as tl
 
-CYCLES = 20
+CYCLES = 10
 
 pytestmark = pytest.mark.vm
 
