@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::runner::RunOutcome;
+use crate::runner::{LatencyParts, RunOutcome};
 use crate::stats::{spread, Spread};
 
 /// One configuration over its repetitions (successful runs only).
@@ -48,6 +48,34 @@ pub struct ConfigAggregate {
     pub speed_vs_calibration: Option<Spread>,
     pub client_lag_p99_ms: Option<Spread>,
     pub unanswered: u64,
+    /// Where the LC mean goes, before and after BE starts (see LatencyParts).
+    #[serde(default)]
+    pub parts_before: PartsAggregate,
+    #[serde(default)]
+    pub parts_after: PartsAggregate,
+}
+
+/// LatencyParts over repetitions (ms).
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct PartsAggregate {
+    pub send_lag_ms: Option<Spread>,
+    pub to_start_ms: Option<Spread>,
+    pub cpu_ms: Option<Spread>,
+    pub preempted_ms: Option<Spread>,
+    pub reply_ms: Option<Spread>,
+}
+
+impl PartsAggregate {
+    fn of(runs: &[&RunOutcome], parts: impl Fn(&RunOutcome) -> &LatencyParts) -> PartsAggregate {
+        let c = |f: fn(&LatencyParts) -> f64| col(runs, |r| Some(parts(r)).filter(|p| p.n > 0).map(f));
+        PartsAggregate {
+            send_lag_ms: c(|p| p.send_lag_ms),
+            to_start_ms: c(|p| p.to_start_ms),
+            cpu_ms: c(|p| p.cpu_ms),
+            preempted_ms: c(|p| p.preempted_ms),
+            reply_ms: c(|p| p.reply_ms),
+        }
+    }
 }
 
 fn col(runs: &[&RunOutcome], f: impl Fn(&RunOutcome) -> Option<f64>) -> Option<Spread> {
@@ -96,6 +124,8 @@ pub fn aggregate(configs: &[(String, String)], runs: &[RunOutcome]) -> Vec<Confi
                 speed_vs_calibration: col(&ok, |r| r.speed_vs_calibration),
                 client_lag_p99_ms: col(&ok, |r| r.client.as_ref().map(|c| c.send_lag.p99_us / 1000.0)),
                 unanswered: ok.iter().filter_map(|r| r.client.as_ref()).map(|c| c.unanswered).sum(),
+                parts_before: PartsAggregate::of(&ok, |r| &r.parts_before),
+                parts_after: PartsAggregate::of(&ok, |r| &r.parts_after),
             }
         })
         .collect()
@@ -224,6 +254,34 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
             fmt_spread(&a.idle_while_lc_waits_pct, 3),
             fmt_spread(&a.client_lag_p99_ms, 2),
             a.unanswered
+        );
+    }
+    let _ = writeln!(m, "\nWhere the LC mean goes (ms, median over repetitions, before → after BE starts), from each request's timestamps: client send lag + wait until its worker starts it (earlier requests on the connection, the worker's wakeup, waiting for a CPU) + CPU time of the burn + time the worker was preempted while serving + reply delivery (the client's wakeup and read). In each run the parts add up to the mean latency; the sum column adds the medians.\n");
+    let _ = writeln!(m, "| config | send lag | wait to start | CPU | preempted while serving | reply | sum |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|");
+    for a in aggs {
+        let (b, f) = (&a.parts_before, &a.parts_after);
+        let pair = |x: &Option<Spread>, y: &Option<Spread>| match (x, y) {
+            (Some(x), Some(y)) => format!("{:.2} → {:.2}", x.median, y.median),
+            _ => "-".into(),
+        };
+        let sum = |p: &PartsAggregate| {
+            [&p.send_lag_ms, &p.to_start_ms, &p.cpu_ms, &p.preempted_ms, &p.reply_ms].iter().map(|s| s.as_ref().map(|s| s.median)).sum::<Option<f64>>()
+        };
+        let total = match (sum(b), sum(f)) {
+            (Some(x), Some(y)) => format!("{x:.2} → {y:.2}"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            a.config,
+            pair(&b.send_lag_ms, &f.send_lag_ms),
+            pair(&b.to_start_ms, &f.to_start_ms),
+            pair(&b.cpu_ms, &f.cpu_ms),
+            pair(&b.preempted_ms, &f.preempted_ms),
+            pair(&b.reply_ms, &f.reply_ms),
+            total
         );
     }
     let _ = writeln!(m, "\n## Runs (in execution order)\n");
@@ -380,5 +438,6 @@ mod tests {
         assert!(md.contains("| schedbe | 1/1 |"));
         assert!(md.contains("srv-bg-cmp.png"));
         assert_eq!(md.matches("\n| 1 | weights").count(), 1);
+        assert!(md.contains("| config | send lag | wait to start | CPU | preempted while serving | reply | sum |"), "{md}");
     }
 }

@@ -111,6 +111,46 @@ pub struct Window {
     pub lag_max_us: f64,
 }
 
+/// Where the mean latency of a window goes, from each request's timestamps
+/// (ms, means over the window's answered requests). The parts add up to the
+/// mean latency: client send lag + wait for the worker to start it (earlier
+/// requests of its connection, the worker's wakeup, waiting for a CPU) +
+/// CPU time of the burn + time the worker was preempted while serving +
+/// reply delivery (the client's wakeup and read).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct LatencyParts {
+    pub n: u64,
+    pub send_lag_ms: f64,
+    pub to_start_ms: f64,
+    pub cpu_ms: f64,
+    pub preempted_ms: f64,
+    pub reply_ms: f64,
+}
+
+impl LatencyParts {
+    /// Means over @records (answered ones only; server clocks are the
+    /// client's: one machine, CLOCK_MONOTONIC).
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a Record>) -> LatencyParts {
+        let (mut n, mut s) = (0u64, [0f64; 5]);
+        for r in records.into_iter().filter(|r| r.recv_ns > 0 && r.end_ns >= r.start_ns) {
+            let wall = r.end_ns - r.start_ns;
+            let parts = [
+                r.lag_ns(),
+                r.start_ns.saturating_sub(r.send_ns),
+                r.cpu_ns.min(wall),
+                wall.saturating_sub(r.cpu_ns),
+                r.recv_ns.saturating_sub(r.end_ns),
+            ];
+            n += 1;
+            for (acc, v) in s.iter_mut().zip(parts) {
+                *acc += v as f64;
+            }
+        }
+        let m = |x: f64| if n > 0 { x / n as f64 / 1e6 } else { 0.0 };
+        LatencyParts { n, send_lag_ms: m(s[0]), to_start_ms: m(s[1]), cpu_ms: m(s[2]), preempted_ms: m(s[3]), reply_ms: m(s[4]) }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct RunOutcome {
     pub config: String,
@@ -125,6 +165,10 @@ pub struct RunOutcome {
     pub send_end_ns: u64,
     pub before: LatencySummary,
     pub after: LatencySummary,
+    #[serde(default)]
+    pub parts_before: LatencyParts,
+    #[serde(default)]
+    pub parts_after: LatencyParts,
     /// From t0+warmup to the end of sending (both phases).
     pub overall: LatencySummary,
     pub mean_ratio: Option<f64>,
@@ -769,6 +813,9 @@ pub fn compute_figures(p: &RunParams, o: &mut RunOutcome, be_times: &[u64], has_
     }
     o.before = hb.summary();
     o.after = ha.summary();
+    let within = |w: (u64, u64)| move |r: &&Record| r.intended_ns >= w.0 && r.intended_ns < w.1;
+    o.parts_before = LatencyParts::of(o.records.iter().filter(within(before)));
+    o.parts_after = LatencyParts::of(o.records.iter().filter(within(after)));
     o.overall = hall.summary();
     burn.sort_by(|a, b| a.total_cmp(b));
     o.burn_cpu_ratio = crate::stats::median_sorted(&burn);
@@ -867,6 +914,23 @@ pub fn tests_params() -> RunParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_parts_add_up() {
+        // ms: send lag 1, wait to start 2, 8 of service wall of which 3 CPU and
+        // 5 preempted, reply 4: 15 in all
+        let r = Record { conn: 0, id: 0, intended_ns: 100, send_ns: 1_000_100, start_ns: 3_000_100, end_ns: 11_000_100,
+                         recv_ns: 15_000_100, service_ns: 3_000_000, cpu_ns: 3_000_000 };
+        let unanswered = Record { recv_ns: 0, ..r };
+        let p = LatencyParts::of([&r, &r, &unanswered]);
+        assert_eq!(p.n, 2);
+        let got = [p.send_lag_ms, p.to_start_ms, p.cpu_ms, p.preempted_ms, p.reply_ms];
+        for (g, want) in got.iter().zip([1.0, 2.0, 3.0, 5.0, 4.0]) {
+            assert!((g - want).abs() < 1e-9, "{got:?}");
+        }
+        assert!((got.iter().sum::<f64>() - r.latency_ns() as f64 / 1e6).abs() < 1e-9);
+        assert_eq!(LatencyParts::of([] as [&Record; 0]), LatencyParts::default());
+    }
 
     #[test]
     fn figures_from_records() {
