@@ -42,6 +42,8 @@ struct Cli {
     cmd: Cmd,
 }
 
+// Parsed once per process: the size of the bench variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Load the scheduler and run until SIGINT/SIGTERM

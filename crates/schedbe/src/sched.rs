@@ -405,7 +405,7 @@ impl<'a> Scheduler<'a> {
                         println!("{}", serde_json::to_string(&d)?);
                     } else {
                         let mut so = std::io::stdout();
-                        if rows % 20 == 0 {
+                        if rows.is_multiple_of(20) {
                             println!("{}", Metrics::HEADER);
                         }
                         d.format_row(&mut so)?;

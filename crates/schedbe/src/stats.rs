@@ -174,7 +174,7 @@ pub fn monitor(intv: Duration, shutdown: Arc<AtomicBool>) -> Result<()> {
         || shutdown.load(Ordering::Relaxed),
         |m| {
             let mut out = std::io::stdout();
-            if n % 20 == 0 {
+            if n.is_multiple_of(20) {
                 writeln!(out, "{}", Metrics::HEADER)?;
             }
             n += 1;
