@@ -10,17 +10,19 @@
  * ext tasks as idle).
  *
  * Queues: per LLC, one LC and one BE dispatch queue, both ordered by virtual
- * time. LC tasks are never placed in a per-CPU local queue except on a CPU
- * that was idle at wakeup; BE tasks never are, except by the starvation guard.
+ * time. LC tasks are placed in a per-CPU local queue only on a CPU that was
+ * idle at wakeup or that they preempt BE on; BE tasks never are, except by
+ * the starvation guard.
  *
  * Invariants (checked independently by `schedbe trace`):
  *  local: a CPU never starts a BE task while an LC task it may run is queued:
  *         ops.dispatch drains every LC queue (all LLCs) before any BE queue,
  *         and a CPU whose LC task is still runnable keeps it over BE.
  *  entry: an LC task that is enqueued and finds no idle CPU preempts a CPU
- *         running BE (SCX_KICK_PREEMPT). CPUs running BE are kept in
- *         be_cpus, so this is a cpumask AND, not a scan. A claimed CPU is
- *         cleared from be_cpus so concurrent wakeups preempt different CPUs.
+ *         running BE: it goes straight into that CPU's local queue with
+ *         SCX_ENQ_PREEMPT. CPUs running BE are kept in be_cpus, so this is
+ *         a cpumask AND, not a scan. A claimed CPU is cleared from be_cpus
+ *         so concurrent wakeups preempt different CPUs.
  *  exit:  a CPU about to run BE first takes an LC task waiting in any LLC's
  *         queue (same drain order as "local").
  *  LC fairness: LC virtual time advances by runtime / effective weight,
@@ -288,39 +290,76 @@ static bool lc_queued(void)
 	return false;
 }
 
-/* Entry check: make sure a CPU picks up the LC task just queued. */
-static void lc_kick(struct task_struct *p)
+/*
+ * Take a CPU that runs BE and that @p may use out of be_cpus, preferring
+ * @p's previous CPU (warm cache). Clearing the bit is the claim: concurrent
+ * wakeups take different CPUs. -1 if there is none.
+ */
+static s32 claim_be_cpu(struct task_struct *p)
 {
-	struct bpf_cpumask *be;
+	struct bpf_cpumask *be = be_cpus;
 	s32 cpu, prev = scx_bpf_task_cpu(p);
 
-	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (!be)
+		return -1;
+	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
+	    bpf_cpumask_test_and_clear_cpu(prev, be))
+		return prev;
+	cpu = bpf_cpumask_any_and_distribute(cast_mask(be), p->cpus_ptr);
+	if (cpu >= scx_bpf_nr_cpu_ids() || !bpf_cpumask_test_and_clear_cpu(cpu, be))
+		return -1;	/* no CPU runs BE, or another wakeup just claimed it */
+	return cpu;
+}
+
+/* Count an entry-check preemption and remember when, to measure how long it takes to land. */
+static void note_preempt(s32 cpu)
+{
+	u32 key = cpu;
+	u64 *ts = bpf_map_lookup_elem(&kick_at, &key);
+
+	STAT_ADD(preempt_be, 1);
+	if (ts)
+		*ts = bpf_ktime_get_ns();
+}
+
+/*
+ * Queue an LC task so that a CPU runs it as soon as possible:
+ *  - an idle CPU: queue it and wake that CPU;
+ *  - entry check: no idle CPU, one runs BE: put @p straight into that CPU's
+ *    local queue with SCX_ENQ_PREEMPT. The migration happens here, so the
+ *    preempted CPU neither runs ops.dispatch nor pulls @p from another run
+ *    queue (under emulation that cut the kick-to-LC-running time by about a
+ *    third, docs/results.md);
+ *  - otherwise every allowed CPU runs LC: queue it by virtual time.
+ */
+static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
 	if (cpu >= 0) {
+		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		STAT_ADD(kick_idle, 1);
 		return;
 	}
-
-	be = be_cpus;
-	if (!be)
+	cpu = claim_be_cpu(p);
+	if (cpu >= 0) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+		note_preempt(cpu);
 		return;
-	full_barrier();	/* order the queue insert before reading be_cpus */
-	/* Prefer the task's previous CPU (warm cache) if it runs BE. */
-	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
-	    bpf_cpumask_test_and_clear_cpu(prev, be)) {
-		cpu = prev;
-	} else {
-		cpu = bpf_cpumask_any_and_distribute(cast_mask(be), p->cpus_ptr);
-		if (cpu >= scx_bpf_nr_cpu_ids() || !bpf_cpumask_test_and_clear_cpu(cpu, be))
-			return;	/* no CPU runs BE, or another wakeup just claimed it */
 	}
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	STAT_ADD(preempt_be, 1);
-	/* Remember when, to measure how long the preemption takes to land. */
-	u32 key = cpu;
-	u64 *ts = bpf_map_lookup_elem(&kick_at, &key);
-	if (ts)
-		*ts = bpf_ktime_get_ns();
+	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+	/*
+	 * A CPU may have started BE after claim_be_cpu() looked; it checks the
+	 * LC queues after setting its be_cpus bit (ops.running), we look again
+	 * after queueing: one of the two sees the other.
+	 */
+	full_barrier();
+	cpu = claim_be_cpu(p);
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		note_preempt(cpu);
+	}
 }
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -355,8 +394,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 		floor = lc_vtime_now - lc_slice_ns;
 		if (time_before(vtime, floor))
 			vtime = floor;
-		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
-		lc_kick(p);
+		lc_enqueue(p, llc, vtime, enq_flags);
 		return;
 	}
 
