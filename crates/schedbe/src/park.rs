@@ -8,6 +8,15 @@
 //! way back to user space, holding no kernel lock; the BPF side runs a task
 //! with a freeze pending as LC until it gets there (main.bpf.c, "parking").
 //!
+//! When: the BPF side reports a cgroup when one of its BE tasks was runnable
+//! for a whole park_after window and got under 1/32 of it on a CPU. That is
+//! per task, and a cgroup of several BE threads sharing the few percent LC
+//! leaves at high (not overload) load has each thread near that bar while the
+//! cgroup as a whole progresses. So a report starts a confirmation: the
+//! cgroup's own CPU usage (cpu.stat) over the next half window must also be
+//! under 1/32 of one CPU. Default 3 s + 1.5 s, below the 5 s starvation
+//! limit, so sustained overload parks before any guard slice.
+//!
 //! What is parked: the cgroup of a starved BE task, when that cgroup lies in a
 //! BE subtree (a configured BE path pattern, or cpu.idle=1 on it or an
 //! ancestor), so every task the freeze stops is BE. A BE task in an LC cgroup
@@ -20,14 +29,14 @@
 //! thaws when the daemon dies without doing so (SIGKILL, abort); the next
 //! start and `schedbe thaw` (the systemd unit's ExecStopPost) thaw leftovers.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use log::{info, warn};
+use log::{debug, info, warn};
 use schedbe_cgroup::CGROUP_ROOT;
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +50,31 @@ pub struct ParkSettings {
     /// "Idle capacity": at least this fraction of one CPU idle, on average
     /// over each sample.
     pub unpark_idle_cpus: f64,
+    /// A reported cgroup is parked if, over this long after the report, its
+    /// CPU usage stays under STARVED_SHARE of one CPU.
+    pub confirm: Duration,
     pub state_file: PathBuf,
+}
+
+/// "Starved": under 1/32 of one CPU (the BPF side's per-task bar, main.bpf.c).
+pub const STARVED_SHARE: f64 = 1.0 / 32.0;
+
+/// A cgroup's CPU time so far (cpu.stat usage_usec, present on every cgroup v2
+/// cgroup whether or not the cpu controller is enabled), in microseconds.
+fn usage_usec(rel: &str) -> Result<u64> {
+    let path = Path::new(CGROUP_ROOT).join(rel).join("cpu.stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("usage_usec ")?.trim().parse().ok())
+        .with_context(|| format!("no usage_usec in {}", path.display()))
+}
+
+/// The share of one CPU a cgroup got between two usage samples `dt` apart.
+fn cpu_share(usage0: u64, usage1: u64, dt: Duration) -> f64 {
+    if dt.is_zero() {
+        return f64::INFINITY;
+    }
+    usage1.saturating_sub(usage0) as f64 / 1e6 / dt.as_secs_f64()
 }
 
 /// The state file: cgroups schedbe froze, relative to the cgroup v2 root.
@@ -214,6 +247,8 @@ struct Parked {
 pub struct Parker {
     s: ParkSettings,
     parked: BTreeMap<String, Parked>,
+    /// Reported cgroups under confirmation: when, and their usage then.
+    pending: HashMap<String, (Instant, u64)>,
     own: String,
     warned: HashSet<String>,
     last_sample: Option<(Instant, Vec<f64>)>,
@@ -229,6 +264,7 @@ impl Parker {
         Ok(Self {
             s,
             parked: BTreeMap::new(),
+            pending: HashMap::new(),
             own: schedbe_cgroup::proc_cgroup(std::process::id()).unwrap_or_default(),
             warned: HashSet::new(),
             last_sample: None,
@@ -249,9 +285,10 @@ impl Parker {
     }
 
     /// A BE task in cgroup `rel` starved for longer than the park threshold.
-    /// `be_subtree`: every task in `rel` and below is BE.
+    /// `be_subtree`: every task in `rel` and below is BE. Starts the
+    /// confirmation (see the module comment); tick() parks.
     pub fn on_starved(&mut self, rel: &str, be_subtree: bool) {
-        if rel.is_empty() || self.parked.keys().any(|p| contains(p, rel)) {
+        if rel.is_empty() || self.pending.contains_key(rel) || self.parked.keys().any(|p| contains(p, rel)) {
             return;
         }
         if !be_subtree {
@@ -262,6 +299,37 @@ impl Parker {
         }
         if contains(rel, &self.own) {
             self.warn_once(rel, format!("not parking /{rel}: schedbe itself runs there"));
+            return;
+        }
+        match usage_usec(rel) {
+            Ok(u) => {
+                self.pending.insert(rel.to_string(), (Instant::now(), u));
+            }
+            Err(e) => self.warn_once(rel, format!("cannot park /{rel}: {e:#}")),
+        }
+    }
+
+    /// Park the reported cgroups whose confirmation window has passed with
+    /// the cgroup still starved.
+    fn confirm_pending(&mut self) {
+        let now = Instant::now();
+        let due: Vec<String> = self.pending.iter().filter(|(_, (t, _))| now.duration_since(*t) >= self.s.confirm).map(|(r, _)| r.clone()).collect();
+        for rel in due {
+            let Some((t0, u0)) = self.pending.remove(&rel) else { continue };
+            let share = match usage_usec(&rel) {
+                Ok(u1) => cpu_share(u0, u1, now.duration_since(t0)),
+                Err(_) => continue, // removed meanwhile
+            };
+            if share < STARVED_SHARE {
+                self.park(&rel);
+            } else {
+                debug!("not parking /{rel}: a task starved, but the cgroup got {:.1}% of a CPU", 100.0 * share);
+            }
+        }
+    }
+
+    fn park(&mut self, rel: &str) {
+        if self.parked.keys().any(|p| contains(p, rel)) {
             return;
         }
         match read_freeze(rel) {
@@ -291,6 +359,7 @@ impl Parker {
     /// pinned next to an LC hog would otherwise flap between parked and
     /// starved.)
     pub fn tick(&mut self) {
+        self.confirm_pending();
         if self.parked.is_empty() {
             self.last_sample = None; // nothing to unpark: save the /proc/stat read
             return;
@@ -438,6 +507,15 @@ pub fn guardian_main(state_file: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_share_of_one_cpu() {
+        assert!((cpu_share(1_000_000, 1_500_000, Duration::from_secs(1)) - 0.5).abs() < 1e-12);
+        assert!(cpu_share(0, 40_000, Duration::from_millis(1500)) < STARVED_SHARE); // 2.7%
+        assert!(cpu_share(0, 60_000, Duration::from_millis(1500)) >= STARVED_SHARE); // 4%
+        assert_eq!(cpu_share(5, 3, Duration::from_secs(1)), 0.0); // counter reset: no CPU
+        assert!(cpu_share(0, 0, Duration::ZERO).is_infinite()); // no window: never starved
+    }
 
     #[test]
     fn contains_is_ancestor_or_self() {

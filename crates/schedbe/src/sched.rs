@@ -100,6 +100,7 @@ impl<'a> Scheduler<'a> {
             Some(Parker::new(ParkSettings {
                 unpark_after: Duration::from_millis(cfg.unpark_after_ms),
                 unpark_idle_cpus: cfg.unpark_idle_pct as f64 / 100.0,
+                confirm: Duration::from_millis(cfg.park_after_ms / 2),
                 state_file,
             })?)
         } else {
