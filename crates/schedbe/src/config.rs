@@ -31,7 +31,8 @@ pub struct Config {
     /// Park (freeze) BE cgroups whose tasks starve under LC overload.
     pub park: bool,
     /// A BE task runnable for this long that got less than 1/32 of it on a
-    /// CPU gets its cgroup parked.
+    /// CPU gets its cgroup parked, if the cgroup as a whole then also gets
+    /// less than 1/32 of a CPU for half as long again.
     pub park_after_ms: u64,
     /// Parked cgroups are thawed once LC has left idle capacity this long.
     pub unpark_after_ms: u64,

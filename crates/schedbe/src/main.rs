@@ -97,7 +97,7 @@ struct RunArgs {
     /// Never park (freeze) starved BE cgroups; only the starvation guard serves them
     #[arg(long)]
     no_park: bool,
-    /// Park a BE cgroup once one of its tasks was runnable this long with less than 1/32 of it on a CPU [default 3000]
+    /// Park a BE cgroup once one of its tasks was runnable this long with less than 1/32 of it on a CPU, and the cgroup then gets less than 1/32 of a CPU for half as long again [default 3000]
     #[arg(long)]
     park_after_ms: Option<u64>,
     /// Thaw parked cgroups once LC has left idle capacity this long

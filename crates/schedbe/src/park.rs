@@ -56,8 +56,8 @@ pub struct ParkSettings {
     pub state_file: PathBuf,
 }
 
-/// "Starved": under 1/32 of one CPU (the BPF side's per-task bar, main.bpf.c).
-pub const STARVED_SHARE: f64 = 1.0 / 32.0;
+/// "Starved": under 1/32 of one CPU, the BPF side's per-task bar (intf.h).
+pub const STARVED_SHARE: f64 = 1.0 / crate::bpf_intf::schedbe_consts_SCHEDBE_STARVED_DIV as f64;
 
 /// A cgroup's CPU time so far (cpu.stat usage_usec, present on every cgroup v2
 /// cgroup whether or not the cpu controller is enabled), in microseconds.

@@ -16,6 +16,8 @@ enum schedbe_consts {
 	SCHEDBE_BE_DSQ_BASE	= 1 << 16,
 	/* fixed-point 1.0 for per-cgroup weight factors */
 	SCHEDBE_FACTOR_ONE	= 1 << 16,
+	/* parking: "starved" is under 1/SCHEDBE_STARVED_DIV of the time on a CPU */
+	SCHEDBE_STARVED_DIV	= 32,
 };
 
 /* Per-CPU counters, summed by userspace. Times in ns. */

@@ -478,7 +478,7 @@ static bool guard_rescue(s32 cpu)
 				continue;
 			if (park_after_ns && tctx->starve_since &&
 			    waited(now, tctx->starve_since, park_after_ns)) {
-				if (tctx->starve_ran < park_after_ns / 32)
+				if (tctx->starve_ran < park_after_ns / SCHEDBE_STARVED_DIV)
 					report_starved(p, now);
 				/* next window */
 				tctx->starve_since = now;
