@@ -30,6 +30,13 @@ pub struct ConfigAggregate {
     pub be_iters_per_s: Option<Spread>,
     /// Tracer, BE phase: BE running while LC waited > grace.
     pub inversion_pct: Option<Spread>,
+    /// Tracer, BE phase: % of the inversion with the LC task queued on another CPU.
+    #[serde(default)]
+    pub inversion_elsewhere_pct: Option<Spread>,
+    /// Tracer, BE phase: inversion % of CPU had the grace period been
+    /// (first) microseconds.
+    #[serde(default)]
+    pub inversion_pct_by_grace: Vec<(u64, Option<Spread>)>,
     /// Tracer, LC-alone phase (a control: should be 0).
     pub inversion_pct_lc_phase: Option<Spread>,
     pub idle_while_lc_waits_pct: Option<Spread>,
@@ -83,6 +90,22 @@ fn col(runs: &[&RunOutcome], f: impl Fn(&RunOutcome) -> Option<f64>) -> Option<S
     spread(&v)
 }
 
+/// The grace periods every run's BE-phase trace reports, each with the
+/// inversion % over the runs.
+fn grace_columns(runs: &[&RunOutcome]) -> Vec<(u64, Option<Spread>)> {
+    let Some(first) = runs.iter().find_map(|r| r.trace_be.as_ref()) else { return vec![] };
+    first
+        .inversion_by_grace
+        .iter()
+        .map(|&(g, _)| {
+            let s = col(runs, |r| {
+                r.trace_be.as_ref()?.inversion_by_grace.iter().find(|(x, _)| *x == g).map(|(_, f)| 100.0 * f)
+            });
+            (g, s)
+        })
+        .collect()
+}
+
 fn pos(x: f64) -> Option<f64> {
     (x.is_finite() && x > 0.0).then_some(x)
 }
@@ -109,6 +132,10 @@ pub fn aggregate(configs: &[(String, String)], runs: &[RunOutcome]) -> Vec<Confi
                 overall_p99_ms: col(&ok, |r| pos(r.overall.p99_us / 1000.0)),
                 be_iters_per_s: col(&ok, |r| r.be_iters_per_s),
                 inversion_pct: col(&ok, |r| r.trace_be.as_ref().map(|t| 100.0 * t.inversion_frac)),
+                inversion_elsewhere_pct: col(&ok, |r| {
+                    r.trace_be.as_ref().filter(|t| t.inversion_ns > 0).map(|t| 100.0 * t.inversion_elsewhere_ns as f64 / t.inversion_ns as f64)
+                }),
+                inversion_pct_by_grace: grace_columns(&ok),
                 inversion_pct_lc_phase: col(&ok, |r| r.trace_lc.as_ref().map(|t| 100.0 * t.inversion_frac)),
                 idle_while_lc_waits_pct: col(&ok, |r| r.trace_be.as_ref().map(|t| 100.0 * t.idle_while_lc_waits_frac)),
                 be_share_of_leftover_pct: col(&ok, |r| {
@@ -164,6 +191,32 @@ pub struct Meta {
     pub orchestrator_policy: String,
     pub cgroups: String,
     pub notes: Vec<String>,
+}
+
+/// How the BE-phase inversion depends on the grace period, and where the
+/// waiting LC task was queued: short waits (a preemption landing) against
+/// long ones (a policy letting BE run while LC waits).
+fn inversion_table(m: &mut String, aggs: &[ConfigAggregate]) {
+    let Some(graces) = aggs.iter().map(|a| &a.inversion_pct_by_grace).find(|g| !g.is_empty()) else { return };
+    let graces: Vec<u64> = graces.iter().map(|(g, _)| *g).collect();
+    let _ = writeln!(m, "\nInversion % of CPU in the BE phase (median over repetitions) had the tracer's grace period been each of these, and the share of the headline inversion during which the waiting LC task sat on another CPU's runqueue:\n");
+    let head: Vec<String> = graces.iter().map(|g| format!("grace {g} us")).collect();
+    let _ = writeln!(m, "| config | {} | queued on another CPU % |", head.join(" | "));
+    let _ = writeln!(m, "|---|{}---|", "---|".repeat(graces.len()));
+    for a in aggs {
+        let cells: Vec<String> = graces
+            .iter()
+            .map(|g| {
+                a.inversion_pct_by_grace
+                    .iter()
+                    .find(|(x, _)| x == g)
+                    .and_then(|(_, s)| s.as_ref())
+                    .map(|s| format!("{:.4}", s.median))
+                    .unwrap_or_else(|| "-".into())
+            })
+            .collect();
+        let _ = writeln!(m, "| {} | {} | {} |", a.config, cells.join(" | "), fmt_spread(&a.inversion_elsewhere_pct, 0));
+    }
 }
 
 /// The markdown summary.
@@ -284,6 +337,7 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
             total
         );
     }
+    inversion_table(&mut m, aggs);
     let _ = writeln!(m, "\n## Runs (in execution order)\n");
     let _ = writeln!(m, "| # | config | rep | seed | mean before/after (ms) | p99 before/after (ms) | BE it/s | inversion % (BE phase) | raw | problems |");
     let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
@@ -439,5 +493,26 @@ mod tests {
         assert!(md.contains("srv-bg-cmp.png"));
         assert_eq!(md.matches("\n| 1 | weights").count(), 1);
         assert!(md.contains("| config | send lag | wait to start | CPU | preempted while serving | reply | sum |"), "{md}");
+        assert!(!md.contains("grace 200 us"), "no inversion table without traces");
+    }
+
+    #[test]
+    fn inversion_by_grace_table() {
+        let trace = |inv: u64, elsewhere: u64, g: Vec<(u64, f64)>| crate::tracer::TraceFigures {
+            inversion_ns: inv,
+            inversion_elsewhere_ns: elsewhere,
+            inversion_by_grace: g,
+            ..Default::default()
+        };
+        let mut w = run("weights", 0, 1000.0, 2000.0, true);
+        w.trace_be = Some(trace(100, 80, vec![(0, 0.12), (200, 0.10)]));
+        let mut s = run("schedbe", 0, 1000.0, 1000.0, true);
+        s.trace_be = Some(trace(100, 25, vec![(0, 0.02), (200, 0.00002)]));
+        let cfgs = vec![("weights".to_string(), "w".to_string()), ("schedbe".to_string(), "s".to_string())];
+        let a = aggregate(&cfgs, &[w.clone(), s.clone()]);
+        let md = markdown(&Meta::default(), &crate::runner::tests_params(), &a, &[w, s], &[]);
+        assert!(md.contains("| config | grace 0 us | grace 200 us | queued on another CPU % |"), "{md}");
+        assert!(md.contains("| weights | 12.0000 | 10.0000 | 80 |"), "{md}");
+        assert!(md.contains("| schedbe | 2.0000 | 0.0020 | 25 |"), "{md}");
     }
 }

@@ -101,6 +101,10 @@ const RESCAN_NS: u64 = 100_000_000;
 /// timestamp order (the gap between reading the clock and reserving the
 /// record: nanoseconds to microseconds); hold them this long to sort them.
 const REORDER_NS: u64 = 10_000_000;
+/// Grace periods the report also gives the total inversion for: how much of
+/// it comes from waits of a few hundred microseconds (the time a preemption
+/// takes to land) and how much from long ones (a policy letting BE run).
+pub const SENSITIVITY_GRACES_US: [u64; 5] = [0, 200, 500, 1000, 10_000];
 /// Keep reading this long after the window closes.
 const STOP_TAIL_NS: u64 = 2 * REORDER_NS;
 /// The window opens at least this long after the snapshot completes.
@@ -156,6 +160,14 @@ pub struct PerCpu {
     pub stats: CpuStats,
 }
 
+/// Total inversion had the grace period been `grace_us`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct GraceRow {
+    pub grace_us: u64,
+    pub inversion_ns: u64,
+    pub inversion_frac: f64,
+}
+
 /// One task in the per-task table (`--per-task`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct TaskRow {
@@ -165,6 +177,10 @@ pub struct TaskRow {
     pub tier: String,
     pub run_ns: u64,
     pub wait_ns: u64,
+    /// BE CPU time charged to this task as the longest waiting LC task (see
+    /// `CpuStats::inversion_ns`).
+    #[serde(default)]
+    pub inversion_ns: u64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
@@ -194,6 +210,9 @@ pub struct TraceReport {
     pub totals: CpuStats,
     pub inversion_frac: f64,
     pub idle_while_lc_waits_frac: f64,
+    /// The total inversion for other grace periods (SENSITIVITY_GRACES_US).
+    #[serde(default)]
+    pub inversion_by_grace: Vec<GraceRow>,
     pub per_cpu: Vec<PerCpu>,
     /// Completed LC waits (runnable -> switched in) that ended in the window.
     pub lc_wait_us: WaitSummary,
@@ -225,13 +244,14 @@ impl TraceReport {
             }
         };
         let mut s = format!(
-            "schedbe trace: {:.2} s x {} CPUs: inversion {:.4}% of CPU time ({:.3} ms), \
+            "schedbe trace: {:.2} s x {} CPUs: inversion {:.4}% of CPU time ({:.3} ms, {:.0}% with the waiter queued on another CPU), \
              idle while LC waits {:.4}% ({:.3} ms); LC waits {} (mean {:.1} us, p99 {:.1} us, max {:.1} us); \
              CPU: LC {:.1}%, BE {:.1}%, other {:.1}%, idle {:.1}%",
             self.duration_ns as f64 / 1e9,
             self.nr_cpus,
             100.0 * self.inversion_frac,
             t.inversion_ns as f64 / 1e6,
+            if t.inversion_ns > 0 { 100.0 * t.inversion_elsewhere_ns as f64 / t.inversion_ns as f64 } else { 0.0 },
             100.0 * self.idle_while_lc_waits_frac,
             t.idle_while_lc_waits_ns as f64 / 1e6,
             self.lc_wait_us.count,
@@ -645,6 +665,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         nr_cpus: nr_possible,
         online: online.clone(),
         grace_ns,
+        extra_graces_ns: SENSITIVITY_GRACES_US.iter().map(|us| us * 1000).collect(),
         window_start,
         window_end,
         trace_start,
@@ -751,6 +772,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
                 tier: ts.tier.map(|t| t.as_str()).unwrap_or("unknown").to_string(),
                 run_ns: ts.run_ns,
                 wait_ns: ts.wait_ns,
+                inversion_ns: ts.inversion_ns,
             })
             .collect()
     });
@@ -764,6 +786,15 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         totals: t,
         inversion_frac: frac(t.inversion_ns),
         idle_while_lc_waits_frac: frac(t.idle_while_lc_waits_ns),
+        inversion_by_grace: res
+            .inversion_by_grace
+            .iter()
+            .map(|&(g, ns)| GraceRow {
+                grace_us: g / 1000,
+                inversion_ns: ns,
+                inversion_frac: frac(ns),
+            })
+            .collect(),
         per_cpu: res
             .per_cpu
             .iter()
@@ -975,6 +1006,7 @@ mod tests {
             totals: CpuStats::default(),
             inversion_frac: 0.0,
             idle_while_lc_waits_frac: 0.0,
+            inversion_by_grace: vec![GraceRow { grace_us: 200, inversion_ns: 0, inversion_frac: 0.0 }],
             per_cpu: vec![PerCpu {
                 cpu: 0,
                 stats: CpuStats {
@@ -1003,6 +1035,7 @@ mod tests {
             "totals",
             "inversion_frac",
             "idle_while_lc_waits_frac",
+            "inversion_by_grace",
             "per_cpu",
             "lc_wait_us",
         ] {
@@ -1015,6 +1048,7 @@ mod tests {
             "idle_ns",
             "other_ns",
             "inversion_ns",
+            "inversion_elsewhere_ns",
             "idle_while_lc_waits_ns",
             "lc_wait_ns",
             "lc_waits",

@@ -167,6 +167,9 @@ pub struct ReplayConfig {
     /// CPUs reported in the result (online CPUs).
     pub online: Vec<u32>,
     pub grace_ns: u64,
+    /// More grace periods to compute the total inversion for (a sensitivity
+    /// table: how much of it comes from short waits).
+    pub extra_graces_ns: Vec<u64>,
     pub window_start: u64,
     pub window_end: u64,
     /// When tracing started: tasks found runnable by the snapshot have been
@@ -189,6 +192,11 @@ pub struct CpuStats {
     pub other_ns: u64,
     /// Running BE while an LC task allowed here had waited more than the grace period.
     pub inversion_ns: u64,
+    /// The part of `inversion_ns` during which that LC task (the longest
+    /// waiting one allowed here) sat on another CPU's runqueue: queued where
+    /// something else held it up while this CPU ran BE.
+    #[serde(default)]
+    pub inversion_elsewhere_ns: u64,
     /// Idle while an LC task allowed here had waited more than the grace period.
     pub idle_while_lc_waits_ns: u64,
     /// Time LC tasks spent waiting; a wait is attributed to the CPU it ended on
@@ -206,6 +214,7 @@ impl CpuStats {
         self.idle_ns += o.idle_ns;
         self.other_ns += o.other_ns;
         self.inversion_ns += o.inversion_ns;
+        self.inversion_elsewhere_ns += o.inversion_elsewhere_ns;
         self.idle_while_lc_waits_ns += o.idle_while_lc_waits_ns;
         self.lc_wait_ns += o.lc_wait_ns;
         self.lc_waits += o.lc_waits;
@@ -228,6 +237,9 @@ pub struct TaskStats {
     pub tier: Option<Tier>,
     pub run_ns: u64,
     pub wait_ns: u64,
+    /// Inversion charged to this task: CPU time other tasks ran BE on a CPU
+    /// it was allowed on while it was the longest waiting LC task there.
+    pub inversion_ns: u64,
 }
 
 /// Signs of trouble in the event stream; all zero on a healthy run.
@@ -261,6 +273,8 @@ pub struct ReplayResult {
     pub tasks: Vec<TaskStats>,
     pub events_processed: u64,
     pub diag: Diagnostics,
+    /// (grace period, total inversion with it), for `extra_graces_ns`.
+    pub inversion_by_grace: Vec<(u64, u64)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -301,6 +315,7 @@ struct Task {
     last_cpu: Option<u32>,
     run_ns: u64,
     wait_ns: u64,
+    inversion_ns: u64,
 }
 
 impl Default for Task {
@@ -314,6 +329,7 @@ impl Default for Task {
             last_cpu: None,
             run_ns: 0,
             wait_ns: 0,
+            inversion_ns: 0,
         }
     }
 }
@@ -357,6 +373,8 @@ pub struct Replay {
     released: u64,
     processed: u64,
     diag: Diagnostics,
+    /// Total inversion for each of `cfg.extra_graces_ns`.
+    by_grace: Vec<u64>,
 }
 
 impl Replay {
@@ -375,6 +393,7 @@ impl Replay {
             released: 0,
             processed: 0,
             diag: Diagnostics::default(),
+            by_grace: vec![0; cfg.extra_graces_ns.len()],
             cfg,
         }
     }
@@ -479,6 +498,7 @@ impl Replay {
                 tier: t.tier,
                 run_ns: t.run_ns,
                 wait_ns: t.wait_ns,
+                inversion_ns: t.inversion_ns,
             })
             .collect();
         tasks.sort_by(|a, b| {
@@ -495,6 +515,7 @@ impl Replay {
             tasks,
             events_processed: self.processed,
             diag: self.diag,
+            inversion_by_grace: self.cfg.extra_graces_ns.iter().copied().zip(self.by_grace.iter().copied()).collect(),
         }
     }
 
@@ -515,12 +536,12 @@ impl Replay {
         self.tasks.entry(pid).or_default()
     }
 
-    /// Earliest `since` among waiting LC tasks allowed on `cpu`.
-    fn earliest_lc_waiter(&self, cpu: u32) -> Option<u64> {
+    /// The longest waiting LC task allowed on `cpu`: (waiting since, pid).
+    fn earliest_lc_waiter(&self, cpu: u32) -> Option<(u64, Pid)> {
         self.lc_waiting
             .iter()
             .find(|(_, pid)| self.tasks.get(pid).is_none_or(|t| t.mask.contains(cpu)))
-            .map(|(since, _)| *since)
+            .copied()
     }
 
     /// Account CPU `c` from its last settlement up to `now`.
@@ -542,6 +563,11 @@ impl Replay {
             None
         };
         let grace = self.cfg.grace_ns;
+        // Where the waiter is queued: on this CPU (it waits for this CPU to
+        // switch) or on another one (something there holds it up).
+        let elsewhere = waiter.is_some_and(|(_, pid)| {
+            self.tasks.get(&pid).and_then(|t| t.last_cpu) != Some(c as u32)
+        });
         let st = &mut self.cpus[c].stats;
         let d = b - a;
         st.cpu_ns += d;
@@ -551,11 +577,24 @@ impl Replay {
             Tier::Other => st.other_ns += d,
             Tier::Idle => st.idle_ns += d,
         }
-        if let Some(since) = waiter {
+        if let (Some((since, _)), Tier::Be) = (waiter, occ.tier) {
+            for (g, acc) in self.cfg.extra_graces_ns.iter().zip(self.by_grace.iter_mut()) {
+                let s = a.max(since.saturating_add(*g));
+                *acc += b.saturating_sub(s);
+            }
+        }
+        let st = &mut self.cpus[c].stats;
+        if let Some((since, pid)) = waiter {
             let s = a.max(since.saturating_add(grace));
             if b > s {
                 match occ.tier {
-                    Tier::Be => st.inversion_ns += b - s,
+                    Tier::Be => {
+                        st.inversion_ns += b - s;
+                        if elsewhere {
+                            st.inversion_elsewhere_ns += b - s;
+                        }
+                        self.task(pid).inversion_ns += b - s;
+                    }
                     Tier::Idle => st.idle_while_lc_waits_ns += b - s,
                     _ => {}
                 }
@@ -589,8 +628,8 @@ impl Replay {
     ) {
         if self.task(pid).state == TState::Waiting {
             self.update_waiter(pid, now, Some(tier), Some(mask));
-            if cpu.is_some() {
-                self.task(pid).last_cpu = cpu;
+            if let Some(c) = cpu {
+                self.set_queue_cpu(pid, c, now);
             }
             return;
         }
@@ -630,6 +669,20 @@ impl Replay {
         if let Some(m) = mask {
             t.mask = m;
         }
+    }
+
+    /// A waiting task is now queued on `cpu`'s runqueue. Where an LC waiter
+    /// is queued splits the inversion of the CPUs running BE, so they are
+    /// settled first.
+    fn set_queue_cpu(&mut self, pid: Pid, cpu: u32, now: u64) {
+        let t = self.task(pid);
+        if t.last_cpu == Some(cpu) {
+            return;
+        }
+        if t.state == TState::Waiting && t.tier == Some(Tier::Lc) {
+            self.advance_be_idle(now);
+        }
+        self.task(pid).last_cpu = Some(cpu);
     }
 
     fn set_tier(&mut self, pid: Pid, tier: Tier, now: u64) {
@@ -712,7 +765,7 @@ impl Replay {
                 match self.task(pid).state {
                     // the waking was absorbed: the task never left its CPU
                     TState::Running(_) => self.task(pid).pending = None,
-                    TState::Waiting => self.task(pid).last_cpu = Some(task_cpu),
+                    TState::Waiting => self.set_queue_cpu(pid, task_cpu, now),
                     TState::Sleeping | TState::Unknown => {
                         // no sched_waking seen (lost, or it happened in a context the
                         // kernel does not trace): waiting from now, last known tier/mask
@@ -734,7 +787,7 @@ impl Replay {
                 match self.tasks.get(&pid).map(|t| t.state) {
                     Some(TState::Waiting) => {
                         self.update_waiter(pid, now, None, Some(mask));
-                        self.task(pid).last_cpu = Some(dest);
+                        self.set_queue_cpu(pid, dest, now);
                     }
                     Some(_) => {
                         let t = self.task(pid);
@@ -882,6 +935,7 @@ mod tests {
             nr_cpus: n,
             online: (0..n as u32).collect(),
             grace_ns: 50 * US,
+            extra_graces_ns: vec![],
             window_start: 0,
             window_end: 10 * MS,
             trace_start: 0,
@@ -944,6 +998,19 @@ mod tests {
             ts,
             cpu,
             kind: EventKind::Waking(wake(pid, tier, mask)),
+        }
+    }
+    /// LC `pid` woken (from CPU 0) onto `task_cpu`'s runqueue.
+    fn waking_onto(ts: u64, pid: Pid, mask: u64, task_cpu: u32) -> Event {
+        Event {
+            ts,
+            cpu: 0,
+            kind: EventKind::Waking(Wake {
+                pid,
+                tier: Tier::Lc,
+                mask: CpuMask::Word(mask),
+                task_cpu,
+            }),
         }
     }
     fn wakeup(ts: u64, cpu: u32, pid: Pid) -> Event {
@@ -1019,6 +1086,33 @@ mod tests {
     }
 
     #[test]
+    fn inversion_by_grace_period() {
+        // BE on CPU0 while LC 200 waits 1 ms..1.3 ms and 2 ms..4 ms.
+        let evs = vec![
+            sw(0, 0, 0, 100, Tier::Be),
+            waking(MS, 0, 200, Tier::Lc, 1),
+            preempt(MS + 300 * US, 0, 100, Tier::Be, 1, 200, Tier::Lc),
+            sw(MS + 400 * US, 0, 200, 100, Tier::Be),
+            waking(2 * MS, 0, 200, Tier::Lc, 1),
+            preempt(4 * MS, 0, 100, Tier::Be, 1, 200, Tier::Lc),
+        ];
+        let mut c = cfg(1);
+        c.extra_graces_ns = vec![0, 50 * US, 500 * US, 5 * MS];
+        c.window_end = 5 * MS;
+        let r = run(c, evs);
+        assert_eq!(
+            r.inversion_by_grace,
+            vec![
+                (0, 2300 * US),
+                (50 * US, 2200 * US),
+                (500 * US, 1500 * US),
+                (5 * MS, 0)
+            ]
+        );
+        assert_eq!(r.totals.inversion_ns, 2200 * US, "the headline grace agrees");
+    }
+
+    #[test]
     fn grace_zero_counts_every_waiting_instant() {
         let evs = vec![
             sw(0, 0, 0, 100, Tier::Be),
@@ -1063,6 +1157,61 @@ mod tests {
             1,
             "the wait is attributed to the CPU it ended on"
         );
+    }
+
+    #[test]
+    fn inversion_is_charged_to_the_waiter_and_to_where_it_is_queued() {
+        // CPU0 runs BE task 100, CPU1 runs BE task 101. LC task 200 (allowed
+        // on both) is woken at 1 ms onto CPU1's runqueue and runs there at
+        // 1.3 ms. Both CPUs ran BE for 250 us past the grace period: CPU1 is
+        // where 200 waited to be switched in, CPU0 ran BE while 200 sat on
+        // another CPU's queue.
+        let evs = vec![
+            sw(0, 0, 0, 100, Tier::Be),
+            sw(0, 1, 0, 101, Tier::Be),
+            waking_onto(MS, 200, 0b11, 1),
+            preempt(MS + 300 * US, 1, 101, Tier::Be, 0b11, 200, Tier::Lc),
+        ];
+        let mut c = cfg(2);
+        c.window_end = 2 * MS;
+        let r = run(c, evs);
+        let (c0, c1) = (cpu(&r, 0), cpu(&r, 1));
+        assert_eq!(c0.inversion_ns, 250 * US);
+        assert_eq!(c0.inversion_elsewhere_ns, 250 * US, "200 was queued on CPU1");
+        assert_eq!(c1.inversion_ns, 250 * US);
+        assert_eq!(c1.inversion_elsewhere_ns, 0, "200 was queued on CPU1 itself");
+        assert_eq!(r.totals.inversion_elsewhere_ns, 250 * US);
+        let t = r.tasks.iter().find(|t| t.pid == 200).unwrap();
+        assert_eq!(t.inversion_ns, 500 * US, "both CPUs' inversion is charged to 200");
+        assert_eq!(r.tasks.iter().find(|t| t.pid == 100).unwrap().inversion_ns, 0);
+    }
+
+    #[test]
+    fn a_migration_moves_where_the_waiter_is_queued() {
+        // 200 wakes onto CPU1's queue at 1 ms, is migrated to CPU0's queue at
+        // 1.1 ms and runs on CPU0 at 1.2 ms. CPU0's inversion (1.05..1.2 ms)
+        // is "elsewhere" until the migration, then local.
+        let evs = vec![
+            sw(0, 0, 0, 100, Tier::Be),
+            sw(0, 1, 0, 1, Tier::Lc),
+            waking_onto(MS, 200, 0b11, 1),
+            Event {
+                ts: MS + 100 * US,
+                cpu: 0,
+                kind: EventKind::Migrate {
+                    pid: 200,
+                    dest: 0,
+                    mask: CpuMask::Word(0b11),
+                },
+            },
+            preempt(MS + 200 * US, 0, 100, Tier::Be, 0b11, 200, Tier::Lc),
+        ];
+        let mut c = cfg(2);
+        c.window_end = 2 * MS;
+        let r = run(c, evs);
+        let c0 = cpu(&r, 0);
+        assert_eq!(c0.inversion_ns, 150 * US);
+        assert_eq!(c0.inversion_elsewhere_ns, 50 * US);
     }
 
     #[test]
