@@ -66,6 +66,23 @@ pub struct Scheduler<'a> {
     nr_cpus: u64,
 }
 
+/// Whether the running kernel can re-enqueue a local DSQ from any context:
+/// `scx_bpf_dsq_reenq` (v7.1+) or a `scx_bpf_reenqueue_local` returning void
+/// (v6.19+; before, it returned the count and worked only in cpu_release).
+/// The BPF side's compat wrapper resolves the same kfuncs the same way.
+fn reenqueue_from_anywhere() -> bool {
+    use libbpf_rs::btf::{types, Btf, ReferencesType};
+    let Ok(btf) = Btf::from_vmlinux() else { return false };
+    if btf.type_by_name::<types::Func>("scx_bpf_dsq_reenq").is_some() {
+        return true;
+    }
+    let Some(f) = btf.type_by_name::<types::Func>("scx_bpf_reenqueue_local") else { return false };
+    match types::FuncProto::try_from(f.referenced_type()) {
+        Ok(proto) => u32::from(proto.referenced_type_id()) == 0,
+        Err(_) => false,
+    }
+}
+
 impl<'a> Scheduler<'a> {
     pub fn init(cfg: &Config, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let rules = cfg.rules()?;
@@ -93,6 +110,19 @@ impl<'a> Scheduler<'a> {
             }
         }
         info!("{} CPUs, {} LLC queue pairs", topo.all_cpus.len(), nr_llcs);
+
+        // Evacuating a CPU that an RT/DL task takes: ops.cpu_release up to
+        // v6.18, the sched_switch tracepoint from v6.19 (where cpu_release is
+        // deprecated and its kfunc works from any context). Exactly one is loaded.
+        let from_tp = reenqueue_from_anywhere();
+        rodata.evacuate_from_tp = from_tp;
+        if from_tp {
+            skel.struct_ops.schedbe_ops_mut().cpu_release = std::ptr::null_mut();
+            skel.progs.schedbe_cpu_release.set_autoload(false);
+        } else {
+            skel.progs.schedbe_sched_switch.set_autoload(false);
+        }
+        info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });
 
         // Thaw what a previous run left parked before anything else changes.
         let state_file = std::path::PathBuf::from(&cfg.state_file);
@@ -318,6 +348,7 @@ impl<'a> Scheduler<'a> {
             t.requeued_lc += s.requeued_lc;
             t.freeze_boosts += s.freeze_boosts;
             t.starved_reports += s.starved_reports;
+            t.rt_evacuations += s.rt_evacuations;
         }
         let pc = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
         Ok(Metrics {
@@ -343,6 +374,7 @@ impl<'a> Scheduler<'a> {
             requeued_lc: t.requeued_lc,
             freeze_boosts: t.freeze_boosts,
             starved_reports: t.starved_reports,
+            rt_evacuations: t.rt_evacuations,
             parked_cgroups: pc.parked_cgroups,
             parked_tasks: pc.parked_tasks,
             park_events: pc.park_events,

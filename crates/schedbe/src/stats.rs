@@ -61,6 +61,9 @@ pub struct Metrics {
     pub freeze_boosts: u64,
     #[stat(desc = "BE tasks reported starved beyond park_after_ms")]
     pub starved_reports: u64,
+    #[stat(desc = "Local queues sent back to enqueue because an RT/DL task took the CPU")]
+    #[serde(default)]
+    pub rt_evacuations: u64,
     #[stat(desc = "BE cgroups parked (frozen) now")]
     pub parked_cgroups: u64,
     #[stat(desc = "Threads in parked cgroups now")]
@@ -139,6 +142,7 @@ impl Metrics {
             requeued_lc: self.requeued_lc - prev.requeued_lc,
             freeze_boosts: self.freeze_boosts - prev.freeze_boosts,
             starved_reports: self.starved_reports - prev.starved_reports,
+            rt_evacuations: self.rt_evacuations - prev.rt_evacuations,
             parked_cgroups: self.parked_cgroups,
             parked_tasks: self.parked_tasks,
             park_events: self.park_events - prev.park_events,

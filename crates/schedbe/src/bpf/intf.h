@@ -39,6 +39,7 @@ struct cpu_stats {
 	u64 requeued_lc;	/* queued BE tasks found to be LC now (cpu.idle=0, moved, killed) */
 	u64 freeze_boosts;	/* BE tasks run as LC so they reach the freezer trap (parking) */
 	u64 starved_reports;	/* BE tasks reported to userspace as starved (park candidates) */
+	u64 rt_evacuations;	/* local queues sent back to enqueue: an RT/DL task took the CPU */
 };
 
 /* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */

@@ -70,6 +70,12 @@ const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
 const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
 const volatile u64 park_after_ns = 0;	/* 0: parking off */
 const volatile u32 nr_llcs = 1;
+/*
+ * Set by userspace on kernels that re-enqueue a local queue from any context
+ * (v6.19+), where ops.cpu_release is deprecated: userspace then leaves
+ * cpu_release out and the sched_switch program below does its job.
+ */
+const volatile bool evacuate_from_tp = false;
 const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
 
 /* Virtual-time clocks of the two tiers. */
@@ -680,10 +686,33 @@ void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
 	}
 }
 
-/* An RT/DL task took the CPU: requeue what waits in its local queue. */
+/*
+ * An RT/DL task took the CPU: what waits in its local queue (an LC task that
+ * preempted BE here, a guard slice) would wait behind it, so send it back
+ * through ops.enqueue, which finds it another CPU. Kernels before v6.19 tell
+ * us through ops.cpu_release; newer ones deprecate that callback, and the
+ * sched_switch tracepoint program does it instead (userspace picks one).
+ */
 void BPF_STRUCT_OPS(schedbe_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+		STAT_ADD(rt_evacuations, 1);
 	scx_bpf_reenqueue_local();
+}
+
+/* prio below MAX_RT_PRIO: RT, DL, stop, or a task PI-boosted into RT. */
+#define SCHEDBE_MAX_RT_PRIO	100
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	if (!evacuate_from_tp || next->prio >= SCHEDBE_MAX_RT_PRIO)
+		return 0;
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
+	    !scx_bpf_reenqueue_local_from_anywhere())
+		STAT_ADD(rt_evacuations, 1);
+	return 0;
 }
 
 /* Hotplug needs no state change (queues are per LLC); handling it keeps us loaded. */
