@@ -3,6 +3,10 @@
 # CONFIG_SCHED_CLASS_EXT=y and unpack it under .cache/kernel/<version>/.
 # Uses a private apt configuration, so the host's sources and packages are untouched.
 # Prints the unpacked directory on stdout. Idempotent: a verified cache is reused.
+#
+# SCHEDBE_KERNEL_SERIES=6.12 (a version prefix) picks the newest kernel of that
+# series instead, e.g. to check the oldest supported kernel; it is cached beside
+# the default one and does not replace it (.cache/kernel/current).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,14 +35,20 @@ verify() { # $1 = unpacked dir; succeeds if it holds a sched_ext kernel
 
 # Reuse the cache when it is verified and was checked against the archive within a
 # day (or SCHEDBE_OFFLINE=1). The stamp records the last successful index check.
+SERIES=${SCHEDBE_KERNEL_SERIES:-}
+if [[ -n $SERIES ]]; then
+    [[ $SERIES =~ ^[0-9]+(\.[0-9]+)*$ ]] || { log "SCHEDBE_KERNEL_SERIES=$SERIES: expected a version prefix like 6.12"; exit 2; }
+    cur=$(ls -d "$KDIR/$SERIES".*/ "$KDIR/$SERIES"+*/ 2>/dev/null | sort -Vr | head -1 || true)
+    if [[ -n $cur ]] && verify "${cur%/}"; then echo "${cur%/}"; exit 0; fi
+fi
 STAMP=$KDIR/.checked
-if [[ -L $KDIR/current ]] && verify "$KDIR/current" \
+if [[ -z $SERIES && -L $KDIR/current ]] && verify "$KDIR/current" \
    && [[ ${SCHEDBE_OFFLINE:-0} == 1 || ( -e $STAMP && -z $(find "$STAMP" -mmin +1440 2>/dev/null) ) ]]; then
     readlink -f "$KDIR/current"; exit 0
 fi
 # Without network, a verified cached kernel is still good enough.
 fallback() {
-    if [[ -L $KDIR/current ]] && verify "$KDIR/current"; then
+    if [[ -z $SERIES && -L $KDIR/current ]] && verify "$KDIR/current"; then
         log "$1; using the cached $(cat "$KDIR/current/release")"
         readlink -f "$KDIR/current"; exit 0
     fi
@@ -63,11 +73,19 @@ apt-get "${APT[@]}" update -qq >/dev/null 2>&1 || apt-get "${APT[@]}" update -qq
 mapfile -t cands < <(apt-cache "${APT[@]}" pkgnames linux- 2>/dev/null \
     | grep -E '^linux-(binary|image)-[0-9][0-9.]*(\+[a-z0-9]+)?(-[0-9]+)?-amd64$' \
     | sed -E 's/^linux-(binary|image)-//' | sort -Vur)
+if [[ -n $SERIES ]]; then
+    mapfile -t cands < <(printf '%s\n' "${cands[@]}" | grep -E "^${SERIES//./\\.}[.+]" || true)
+    ((${#cands[@]})) || { log "no $SERIES kernel in trixie(-backports)"; exit 1; }
+    # the series kernel does not become the default one
+    current_link() { :; }
+else
+    current_link() { ln -sfn "$1" "$KDIR/current"; touch "$STAMP"; }
+fi
 ((${#cands[@]})) || fallback "no amd64 kernel found in trixie(-backports)"
 
 for ver in "${cands[@]}"; do
     dest=$KDIR/$ver
-    if verify "$dest"; then ln -sfn "$ver" "$KDIR/current"; touch "$STAMP"; echo "$dest"; exit 0; fi
+    if verify "$dest"; then current_link "$ver"; echo "$dest"; exit 0; fi
     work=$(mktemp -d "$KDIR/.tmp.XXXX"); chmod 755 "$work"  # apt's _apt user writes here
     log "trying $ver"
     pkgs=()
@@ -83,7 +101,7 @@ for ver in "${cands[@]}"; do
         rm -f "$work"/*.deb
         if normalize "$work/root" && verify "$work/root"; then
             rm -rf "$dest"; mv "$work/root" "$dest"; rm -rf "$work"
-            ln -sfn "$ver" "$KDIR/current"; touch "$STAMP"
+            current_link "$ver"
             log "using $ver"
             echo "$dest"; exit 0
         fi

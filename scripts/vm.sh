@@ -35,6 +35,8 @@
 #   SCHEDBE_VM_UDEV=1    let the guest run udev (slower boot; only needed for an
 #                        interactive console). By default udevd is hidden from the
 #                        guest in a private mount namespace, which saves ~10 s a boot.
+#   SCHEDBE_KERNEL_SERIES=6.12  boot the newest cached or fetchable kernel of that
+#                        series instead of the default (newest) one.
 #   SCHEDBE_VM_LOCK=FILE hold an exclusive flock on FILE for the guest's lifetime, so
 #                        guests started by several people or jobs on one small host
 #                        run one at a time instead of distorting each other's timing.
@@ -136,7 +138,9 @@ command -v vng >/dev/null && command -v qemu-system-x86_64 >/dev/null \
     || die "virtme-ng or qemu missing: run 'sudo scripts/setup.sh' (or make setup)"
 
 K=$ROOT/.cache/kernel/current
-if [[ ! -e $K/vmlinuz || ! -s $K/release ]]; then
+if [[ -n ${SCHEDBE_KERNEL_SERIES:-} ]]; then
+    K=$("$ROOT/scripts/fetch-kernel.sh") || die "cannot fetch a $SCHEDBE_KERNEL_SERIES sched_ext kernel"
+elif [[ ! -e $K/vmlinuz || ! -s $K/release ]]; then
     printf '%s: no cached kernel, fetching one\n' "$PROG" >&2
     K=$("$ROOT/scripts/fetch-kernel.sh") || die "cannot fetch a sched_ext kernel"
 fi
