@@ -1,10 +1,12 @@
 """cpusets: LC and BE cgroups with overlapping cpuset.cpus.
 
 LC (3 hogs) is confined to CPUs 1-2 and overloads them; BE (2 hogs) to CPUs
-0-1; CPU 3 belongs to neither. Under schedbe, BE must use CPU 0 fully (LC
-cannot run there), never run on CPU 1 (LC is always waiting for it), never on
-CPU 3 (outside its cpuset), and must not be parked: it makes progress on CPU 0.
-Measured per CPU by the tracer, and by cgroup cpu.stat.
+0-1; CPU 3 belongs to neither. Under schedbe, BE must get all of CPU 0 that
+LC leaves (the LC hogs cannot run there; only strays such as kernel threads
+can: khugepaged once took 18% of it), never run on CPU 1 (LC is always
+waiting for it), never on CPU 3 (outside its cpuset), and must not be parked:
+it makes progress on CPU 0. Measured per CPU by the tracer, and by cgroup
+cpu.stat.
 
 Inversion on CPU 0 is not asserted: other LC tasks allowed everywhere (the
 daemon, kworkers) wake now and then, and while the idle CPU 3 is woken for
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.vm
 LC_CG = f"{tl.TEST_CG}/cs-lc"
 BE_CG = f"{tl.TEST_CG}/cs-be"
 WINDOW = 6
-BE_MIN_SHARE = 0.85     # of CPU 0, the one CPU only BE may use (tracer window)
+BE_MIN_SHARE = 0.85     # of what LC and RT leave of CPU 0, the one CPU only BE may use (tracer window)
 LC_MIN_SHARE = 0.92     # of each of CPUs 1-2
 SHARED_BE_MAX = 0.01    # BE's share of CPU 1 (LC is always queued for it)
 
@@ -76,7 +78,8 @@ def test_overlapping_cpusets():
     # Shares from the tracer's window: the cgroup figures above also cover the
     # tracer's own start-up (a SCHED_FIFO BPF load), which may take CPU 0 for a while.
     assert not frozen, "BE was parked although CPU 0 is free for it"
-    assert cpu[0]["be_ns"] >= BE_MIN_SHARE * cpu[0]["cpu_ns"], f"BE got too little of CPU 0, all BE's: {cpu[0]}"
+    left0 = cpu[0]["cpu_ns"] - cpu[0]["lc_ns"] - cpu[0]["other_ns"]
+    assert cpu[0]["be_ns"] >= BE_MIN_SHARE * left0, f"BE got too little of what LC left of CPU 0: {cpu[0]}"
     for c in (1, 2):
         assert cpu[c]["lc_ns"] >= LC_MIN_SHARE * cpu[c]["cpu_ns"], f"LC got too little of CPU {c}: {cpu[c]}"
     assert cpu[1]["be_ns"] <= SHARED_BE_MAX * cpu[1]["cpu_ns"], f"BE ran on CPU 1 next to waiting LC: {cpu[1]}"

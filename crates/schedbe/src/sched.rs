@@ -349,6 +349,7 @@ impl<'a> Scheduler<'a> {
             t.freeze_boosts += s.freeze_boosts;
             t.starved_reports += s.starved_reports;
             t.rt_evacuations += s.rt_evacuations;
+            t.rt_rescues += s.rt_rescues;
         }
         let pc = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
         Ok(Metrics {
@@ -375,6 +376,7 @@ impl<'a> Scheduler<'a> {
             freeze_boosts: t.freeze_boosts,
             starved_reports: t.starved_reports,
             rt_evacuations: t.rt_evacuations,
+            rt_rescues: t.rt_rescues,
             parked_cgroups: pc.parked_cgroups,
             parked_tasks: pc.parked_tasks,
             park_events: pc.park_events,

@@ -64,6 +64,9 @@ pub struct Metrics {
     #[stat(desc = "Local queues sent back to enqueue because an RT/DL task took the CPU")]
     #[serde(default)]
     pub rt_evacuations: u64,
+    #[stat(desc = "Local queues of CPUs held by an RT/DL task, sent back to enqueue from another CPU")]
+    #[serde(default)]
+    pub rt_rescues: u64,
     #[stat(desc = "BE cgroups parked (frozen) now")]
     pub parked_cgroups: u64,
     #[stat(desc = "Threads in parked cgroups now")]
@@ -143,6 +146,7 @@ impl Metrics {
             freeze_boosts: self.freeze_boosts - prev.freeze_boosts,
             starved_reports: self.starved_reports - prev.starved_reports,
             rt_evacuations: self.rt_evacuations - prev.rt_evacuations,
+            rt_rescues: self.rt_rescues - prev.rt_rescues,
             parked_cgroups: self.parked_cgroups,
             parked_tasks: self.parked_tasks,
             park_events: self.park_events - prev.park_events,

@@ -40,6 +40,7 @@ struct cpu_stats {
 	u64 freeze_boosts;	/* BE tasks run as LC so they reach the freezer trap (parking) */
 	u64 starved_reports;	/* BE tasks reported to userspace as starved (park candidates) */
 	u64 rt_evacuations;	/* local queues sent back to enqueue: an RT/DL task took the CPU */
+	u64 rt_rescues;		/* local queues of CPUs held by RT/DL sent back from another CPU */
 };
 
 /* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */
