@@ -20,7 +20,8 @@
  *         and a CPU whose LC task is still runnable keeps it over BE.
  *  entry: an LC task that is enqueued and finds no idle CPU preempts a CPU
  *         running BE: it goes straight into that CPU's local queue with
- *         SCX_ENQ_PREEMPT. CPUs running BE are kept in be_cpus, so this is
+ *         SCX_ENQ_PREEMPT (v7.1+; on older kernels it is queued and that
+ *         CPU is kicked, see direct_entry()). CPUs running BE are kept in be_cpus, so this is
  *         a cpumask AND, not a scan. A claimed CPU is cleared from be_cpus
  *         so concurrent wakeups preempt different CPUs.
  *  exit:  a CPU about to run BE first takes an LC task waiting in any LLC's
@@ -329,10 +330,24 @@ static void note_preempt(s32 cpu)
 }
 
 /*
+ * The direct entry check (straight into a CPU's local queue) only where a
+ * task stranded there by an RT/DL takeover is rescued (rescue_stranded:
+ * v7.1+). Elsewhere the LC task waits in the shared queue and the claimed
+ * CPU is kicked: whichever CPU gets to it first runs it, and an RT task
+ * taking the kicked CPU cannot strand it (on a 6.17 kernel the direct
+ * check let LC tasks wait up to 350 ms behind the tracer's RT thread).
+ */
+static __always_inline bool direct_entry(void)
+{
+	return evacuate_from_tp && __COMPAT_has_generic_reenq();
+}
+
+/*
  * Queue an LC task so that a CPU runs it as soon as possible:
  *  - an idle CPU: queue it and wake that CPU;
  *  - entry check: no idle CPU, one runs BE: put @p straight into that CPU's
- *    local queue with SCX_ENQ_PREEMPT. The migration happens here, so the
+ *    local queue with SCX_ENQ_PREEMPT (v7.1+, see direct_entry(); before,
+ *    the shared queue and a preempting kick of that CPU). The migration happens here, so the
  *    preempted CPU neither runs ops.dispatch nor pulls @p from another run
  *    queue (under emulation that cut the kick-to-LC-running time by about a
  *    third, docs/results.md);
@@ -348,7 +363,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		STAT_ADD(kick_idle, 1);
 		return;
 	}
-	cpu = claim_be_cpu(p);
+	cpu = direct_entry() ? claim_be_cpu(p) : -1;
 	if (cpu >= 0) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
 		note_preempt(cpu);
