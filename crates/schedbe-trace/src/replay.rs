@@ -568,6 +568,12 @@ impl Replay {
         let elsewhere = waiter.is_some_and(|(_, pid)| {
             self.tasks.get(&pid).and_then(|t| t.last_cpu) != Some(c as u32)
         });
+        if let (Some((since, _)), Tier::Be) = (waiter, occ.tier) {
+            for (g, acc) in self.cfg.extra_graces_ns.iter().zip(self.by_grace.iter_mut()) {
+                let s = a.max(since.saturating_add(*g));
+                *acc += b.saturating_sub(s);
+            }
+        }
         let st = &mut self.cpus[c].stats;
         let d = b - a;
         st.cpu_ns += d;
@@ -577,13 +583,6 @@ impl Replay {
             Tier::Other => st.other_ns += d,
             Tier::Idle => st.idle_ns += d,
         }
-        if let (Some((since, _)), Tier::Be) = (waiter, occ.tier) {
-            for (g, acc) in self.cfg.extra_graces_ns.iter().zip(self.by_grace.iter_mut()) {
-                let s = a.max(since.saturating_add(*g));
-                *acc += b.saturating_sub(s);
-            }
-        }
-        let st = &mut self.cpus[c].stats;
         if let Some((since, pid)) = waiter {
             let s = a.max(since.saturating_add(grace));
             if b > s {

@@ -337,9 +337,15 @@ static void note_preempt(s32 cpu)
  * taking the kicked CPU cannot strand it (on a 6.17 kernel the direct
  * check let LC tasks wait up to 350 ms behind the tracer's RT thread).
  */
+static __always_inline bool rescue_available(void)
+{
+	/* the tracepoint path tracks rt_since; v7.1's kfunc empties a foreign local queue */
+	return evacuate_from_tp && __COMPAT_has_generic_reenq();
+}
+
 static __always_inline bool direct_entry(void)
 {
-	return evacuate_from_tp && __COMPAT_has_generic_reenq();
+	return rescue_available();
 }
 
 /*
@@ -769,7 +775,7 @@ static void rescue_stranded(u32 self, u64 now)
 	u64 *since;
 	u32 i;
 
-	if (!evacuate_from_tp || nr_rt_cpus <= 0 || !__COMPAT_has_generic_reenq())
+	if (nr_rt_cpus <= 0 || !rescue_available())
 		return;
 	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
 		if (i == self || i >= SCHEDBE_MAX_CPUS)
