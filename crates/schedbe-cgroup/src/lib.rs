@@ -134,29 +134,50 @@ impl IdSet {
     }
 }
 
-/// A cgroup with a cpu.max limit (anything but "max ...").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuMax {
-    pub rel: String,
-    pub value: String,
+/// A cgroup's CPU bandwidth limit: cpu.max ("QUOTA PERIOD", µs) and cpu.max.burst (µs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bandwidth {
+    pub quota_us: u64,
+    pub period_us: u64,
+    pub burst_us: u64,
 }
 
-/// Every cgroup under `root` that sets a cpu.max quota.
-pub fn cpu_max_limits(root: &Path) -> Result<Vec<CpuMax>> {
-    Ok(cpu_max_of(root, &walk(root)?))
-}
-
-/// The cgroups of an earlier [`walk`] that set a cpu.max quota.
-pub fn cpu_max_of(root: &Path, cgroups: &[Cgroup]) -> Vec<CpuMax> {
-    let mut out = Vec::new();
-    for c in cgroups.iter().filter(|c| !c.rel.is_empty()) {
-        let Ok(v) = fs::read_to_string(root.join(&c.rel).join("cpu.max")) else { continue };
-        let v = v.trim().to_string();
-        if !v.starts_with("max") {
-            out.push(CpuMax { rel: c.rel.clone(), value: v });
-        }
+/// Parse cpu.max: `Ok(None)` for "max [PERIOD]" (no limit), `Ok(Some((quota, period)))`
+/// for "QUOTA PERIOD". The kernel accepts periods of 1 ms..1 s and quotas of at
+/// least 1 ms; anything else is an error naming what is wrong.
+pub fn parse_cpu_max(text: &str) -> Result<Option<(u64, u64)>> {
+    let mut it = text.split_whitespace();
+    let quota = it.next().ok_or_else(|| anyhow::anyhow!("empty cpu.max"))?;
+    let period: u64 = match it.next() {
+        Some(p) => p.parse().map_err(|_| anyhow::anyhow!("cpu.max period {p:?} is not a number"))?,
+        None => 100_000,
+    };
+    if it.next().is_some() {
+        bail!("cpu.max {:?} has more than two fields", text.trim());
     }
-    out
+    if !(1_000..=1_000_000).contains(&period) {
+        bail!("cpu.max period {period} us is outside 1000..=1000000");
+    }
+    if quota == "max" {
+        return Ok(None);
+    }
+    let q: u64 = quota.parse().map_err(|_| anyhow::anyhow!("cpu.max quota {quota:?} is neither \"max\" nor a number"))?;
+    if q < 1_000 {
+        bail!("cpu.max quota {q} us is below the kernel's minimum of 1000");
+    }
+    Ok(Some((q, period)))
+}
+
+/// The bandwidth limit of cgroup `rel` under `root`: `Ok(None)` when it has
+/// none (or no cpu controller), `Err` when cpu.max cannot be parsed.
+pub fn bandwidth(root: &Path, rel: &str) -> Result<Option<Bandwidth>> {
+    let dir = root.join(rel);
+    let Ok(text) = fs::read_to_string(dir.join("cpu.max")) else { return Ok(None) };
+    let Some((quota_us, period_us)) = parse_cpu_max(&text).with_context(|| format!("/{rel}/cpu.max"))? else {
+        return Ok(None);
+    };
+    let burst_us = fs::read_to_string(dir.join("cpu.max.burst")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    Ok(Some(Bandwidth { quota_us, period_us, burst_us }))
 }
 
 /// cpu.weight of a cgroup (100 when the file is absent, e.g. the root or a
@@ -219,6 +240,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cpu_max_parses_like_the_kernel() {
+        assert_eq!(parse_cpu_max("max 100000\n").unwrap(), None);
+        assert_eq!(parse_cpu_max("max").unwrap(), None);
+        assert_eq!(parse_cpu_max("50000 100000\n").unwrap(), Some((50_000, 100_000)));
+        assert_eq!(parse_cpu_max("200000").unwrap(), Some((200_000, 100_000)));
+        for bad in ["", "fifty 100000", "50000 abc", "50000 100000 1", "500 100000", "50000 500", "50000 2000000"] {
+            assert!(parse_cpu_max(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
     fn defaults_match_both_kubelet_drivers() {
         let r = BeRules::defaults();
         assert!(r.matches("kubepods.slice/kubepods-besteffort.slice"));
@@ -260,8 +292,16 @@ mod tests {
         assert_eq!(all.len(), 5);
         let be = scan(&tmp, &BeRules::defaults()).unwrap();
         assert_eq!(be.iter().map(|c| c.rel.as_str()).collect::<Vec<_>>(), ["kubepods/besteffort"]);
-        let lim = cpu_max_limits(&tmp).unwrap();
-        assert_eq!(lim, vec![CpuMax { rel: "kubepods/burstable".into(), value: "50000 100000".into() }]);
+        fs::write(tmp.join("kubepods/burstable/cpu.max.burst"), "20000\n").unwrap();
+        fs::write(tmp.join("kubepods/besteffort/cpu.max"), "lots 100000\n").unwrap();
+        assert_eq!(
+            bandwidth(&tmp, "kubepods/burstable").unwrap(),
+            Some(Bandwidth { quota_us: 50_000, period_us: 100_000, burst_us: 20_000 })
+        );
+        assert_eq!(bandwidth(&tmp, "kubepods").unwrap(), None);
+        assert_eq!(bandwidth(&tmp, "kubepods/besteffort/pod1").unwrap(), None, "no cpu.max file: no limit");
+        let e = bandwidth(&tmp, "kubepods/besteffort").unwrap_err();
+        assert!(format!("{e:#}").contains("/kubepods/besteffort/cpu.max"), "{e:#}");
         assert_eq!(cpu_weight(&tmp, "kubepods"), 42);
         assert_eq!(cpu_weight(&tmp, "kubepods/besteffort"), 100);
         fs::remove_dir_all(&tmp).unwrap();

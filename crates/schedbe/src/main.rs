@@ -4,6 +4,7 @@
 //! - `config`, `preflight`: what the user asked for, and whether the machine can do it
 //! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
 //! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
+//! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
 //! - `stats`: live statistics (scx_stats)
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `exec`: `schedbe exec --be`
@@ -14,6 +15,7 @@
 mod bpf_intf;
 mod bpf_skel;
 mod config;
+mod cpumax;
 mod exec;
 mod flatten;
 mod park;

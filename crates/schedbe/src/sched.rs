@@ -17,6 +17,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::config::Config;
+use crate::cpumax::CpuMax;
 use crate::flatten::{self, Node};
 use crate::park::{self, ParkSettings, Parker};
 use crate::stats::Metrics;
@@ -48,8 +49,7 @@ pub struct Scheduler<'a> {
     cfg: Config,
     rules: BeRules,
     be_ids: IdSet,
-    warned_cpu_max: HashSet<String>,
-    cpu_max_count: u64,
+    cpumax: CpuMax,
     load_prev: HashMap<u64, u64>,
     factor_ids: HashSet<u64>,
     /// The cgroup tree as of the last rescan: (id, rel, has cpu controller, cpu.weight).
@@ -124,6 +124,18 @@ impl<'a> Scheduler<'a> {
         }
         info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });
 
+        // cpu.max writes reach the BPF side at once through
+        // ops.cgroup_set_bandwidth (v6.17+); before, the periodic rescan does.
+        let set_bw = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth").unwrap_or(false);
+        if !set_bw {
+            skel.struct_ops.schedbe_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
+            skel.progs.schedbe_cgroup_set_bandwidth.set_autoload(false);
+        }
+        info!(
+            "cpu.max enforced by schedbe; changes apply {}",
+            if set_bw { "when written (ops.cgroup_set_bandwidth)" } else { "at the next cgroup rescan" }
+        );
+
         // Thaw what a previous run left parked before anything else changes.
         let state_file = std::path::PathBuf::from(&cfg.state_file);
         let parker = if cfg.park {
@@ -145,8 +157,7 @@ impl<'a> Scheduler<'a> {
             cfg: cfg.clone(),
             rules,
             be_ids: IdSet::default(),
-            warned_cpu_max: HashSet::new(),
-            cpu_max_count: 0,
+            cpumax: CpuMax::default(),
             load_prev: HashMap::new(),
             factor_ids: HashSet::new(),
             tree: Vec::new(),
@@ -195,17 +206,9 @@ impl<'a> Scheduler<'a> {
             let _ = self.skel.maps.be_cgroups.delete(&id.to_ne_bytes());
         }
 
-        let limits = schedbe_cgroup::cpu_max_of(root, &all);
-        self.cpu_max_count = limits.len() as u64;
-        for l in &limits {
-            if self.warned_cpu_max.insert(l.rel.clone()) {
-                warn!(
-                    "WARNING: cgroup /{} has cpu.max = \"{}\", which is NOT enforced while schedbe is loaded (schedbe does not enforce cpu.max yet)",
-                    l.rel, l.value
-                );
-            }
-        }
-        self.warned_cpu_max.retain(|r| limits.iter().any(|l| &l.rel == r));
+        let limitable: Vec<(u64, &str)> =
+            self.tree.iter().filter(|c| c.2 && !c.1.is_empty()).map(|c| (c.0, c.1.as_str())).collect();
+        self.cpumax.sync(&mut self.skel, root, &limitable).context("cannot update the cpu.max slots")?;
 
         // Drop the load counters of removed cgroups now and then, so pod churn
         // cannot fill cgrp_load (a full key scan walks every hash bucket).
@@ -350,6 +353,8 @@ impl<'a> Scheduler<'a> {
             t.starved_reports += s.starved_reports;
             t.rt_evacuations += s.rt_evacuations;
             t.rt_rescues += s.rt_rescues;
+            t.bw_holds += s.bw_holds;
+            t.bw_releases += s.bw_releases;
         }
         let pc = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
         Ok(Metrics {
@@ -382,7 +387,10 @@ impl<'a> Scheduler<'a> {
             park_events: pc.park_events,
             unpark_events: pc.unpark_events,
             be_cgroups: self.be_ids.len() as u64,
-            cpu_max_unenforced: self.cpu_max_count,
+            cpu_max_cgroups: self.cpumax.limited() as u64,
+            bw_holds: t.bw_holds,
+            bw_releases: t.bw_releases,
+            cgroups: self.cpumax.stats(&self.skel),
         })
     }
 
@@ -412,11 +420,15 @@ impl<'a> Scheduler<'a> {
 
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
             let now = Instant::now();
-            if now >= next_rescan {
+            // A cpu.max written on a cgroup created since the last rescan.
+            let due = now >= next_rescan;
+            if due || CpuMax::rescan_requested(&mut self.skel) {
                 if let Err(e) = self.rescan() {
                     warn!("cgroup rescan failed: {e:#}");
                 }
-                next_rescan = advance(next_rescan, rescan_every, now);
+                if due {
+                    next_rescan = advance(next_rescan, rescan_every, now);
+                }
             }
             if now >= next_flatten {
                 if let Err(e) = self.flatten() {

@@ -2,6 +2,7 @@
 //! `schedbe stats` and scx tools can query, and the same data printed by
 //! `schedbe run --stats`).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,6 +12,8 @@ use anyhow::Result;
 use scx_stats::prelude::*;
 use scx_stats_derive::{stat_doc, Stats};
 use serde::{Deserialize, Serialize};
+
+pub use crate::cpumax::CgroupBw;
 
 /// Counters over an interval (times in ms, shares in % of all CPUs).
 #[stat_doc]
@@ -77,18 +80,28 @@ pub struct Metrics {
     pub unpark_events: u64,
     #[stat(desc = "Cgroups matching the BE path patterns")]
     pub be_cgroups: u64,
-    #[stat(desc = "Cgroups with a cpu.max limit schedbe does not enforce")]
-    pub cpu_max_unenforced: u64,
+    #[stat(desc = "Cgroups with a cpu.max limit (enforced by schedbe)")]
+    #[serde(default)]
+    pub cpu_max_cgroups: u64,
+    #[stat(desc = "cpu.max: tasks put in a throttled cgroup's holding queue")]
+    #[serde(default)]
+    pub bw_holds: u64,
+    #[stat(desc = "cpu.max: held tasks released at a period boundary")]
+    #[serde(default)]
+    pub bw_releases: u64,
+    #[stat(desc = "cpu.max: per limited cgroup, cumulative counters as in cpu.stat")]
+    #[serde(default)]
+    pub cgroups: BTreeMap<String, CgroupBw>,
 }
 
 impl Metrics {
     pub const HEADER: &'static str =
-        "   lc%    be%  preempt_be kick_us exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms parked(cg/thr) park unpark be_cg cpu.max";
+        "   lc%    be%  preempt_be kick_us exit_takes run_yld tick_yld  kick_idle  lc_direct guard guard_ms parked(cg/thr) park unpark be_cg cpu.max thr_cg  holds";
 
     pub fn format_row<W: Write>(&self, w: &mut W) -> Result<()> {
         writeln!(
             w,
-            "{:>6.1} {:>6.1} {:>11} {:>7.0} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>14} {:>4} {:>6} {:>5} {:>7}",
+            "{:>6.1} {:>6.1} {:>11} {:>7.0} {:>10} {:>7} {:>8} {:>10} {:>10} {:>5} {:>8.1} {:>14} {:>4} {:>6} {:>5} {:>7} {:>6} {:>6}",
             self.lc_pct,
             self.be_pct,
             self.preempt_be,
@@ -104,7 +117,9 @@ impl Metrics {
             self.park_events,
             self.unpark_events,
             self.be_cgroups,
-            self.cpu_max_unenforced
+            self.cpu_max_cgroups,
+            self.cgroups.values().filter(|c| c.throttled != 0).count(),
+            self.bw_holds
         )?;
         Ok(())
     }
@@ -152,7 +167,10 @@ impl Metrics {
             park_events: self.park_events - prev.park_events,
             unpark_events: self.unpark_events - prev.unpark_events,
             be_cgroups: self.be_cgroups,
-            cpu_max_unenforced: self.cpu_max_unenforced,
+            cpu_max_cgroups: self.cpu_max_cgroups,
+            bw_holds: self.bw_holds - prev.bw_holds,
+            bw_releases: self.bw_releases - prev.bw_releases,
+            cgroups: self.cgroups.clone(),
         }
     }
 }
@@ -170,7 +188,7 @@ pub fn server_data() -> StatsServerData<(), Metrics> {
         });
         Ok(read)
     });
-    StatsServerData::new().add_meta(Metrics::meta()).add_ops("top", StatsOps { open, close: None })
+    StatsServerData::new().add_meta(CgroupBw::meta()).add_meta(Metrics::meta()).add_ops("top", StatsOps { open, close: None })
 }
 
 /// `schedbe stats`: print the running scheduler's stats every `intv`.

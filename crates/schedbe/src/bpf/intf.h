@@ -18,6 +18,10 @@ enum schedbe_consts {
 	SCHEDBE_FACTOR_ONE	= 1 << 16,
 	/* parking: "starved" is under 1/SCHEDBE_STARVED_DIV of the time on a CPU */
 	SCHEDBE_STARVED_DIV	= 32,
+	/* cpu.max (cpumax.bpf.h): cgroups with a slot, limited levels per task, holding queues */
+	SCHEDBE_BW_MAX_SLOTS	= 4096,
+	SCHEDBE_BW_MAX_DEPTH	= 8,	/* a power of two: indexes are masked */
+	SCHEDBE_BW_DSQ_BASE	= 2 << 16,
 };
 
 /* Per-CPU counters, summed by userspace. Times in ns. */
@@ -41,6 +45,25 @@ struct cpu_stats {
 	u64 starved_reports;	/* BE tasks reported to userspace as starved (park candidates) */
 	u64 rt_evacuations;	/* local queues sent back to enqueue: an RT/DL task took the CPU */
 	u64 rt_rescues;		/* local queues of CPUs held by RT/DL sent back from another CPU */
+	u64 bw_holds;		/* cpu.max: tasks put in a throttled cgroup's holding queue */
+	u64 bw_releases;	/* cpu.max: held tasks released at a period boundary */
+};
+
+/* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */
+struct bw_conf {
+	u64 cgid;		/* the cgroup this slot is for */
+	u64 quota_ns;		/* 0: no limit */
+	u64 period_ns;
+	u64 burst_ns;
+};
+
+/* Per-slot throttling counters, as cgroup cpu.stat reports them for CFS. */
+struct bw_stat {
+	u64 nr_periods;		/* periods in which the cgroup ran or stayed throttled */
+	u64 nr_throttled;	/* times it was throttled */
+	u64 throttled_ns;	/* time spent throttled (closed spans) */
+	u64 throttled_since;	/* start of the current throttled span; 0: not throttled */
+	u64 usage_ns;		/* CPU time charged */
 };
 
 /* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */

@@ -45,19 +45,18 @@
  *         back to user space, so a task with a freeze pending
  *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
  *         bounds the freeze and lets it release kernel locks first.
+ *  cpu.max: a task whose cgroup (or a limited ancestor) has used its quota
+ *         for the period is held out of both tiers' queues until the period
+ *         ends (cpumax.bpf.h), whatever its tier: a limit caps LC and BE alike.
+ *
+ * Shared with other policies: tier.bpf.h (LC/BE rules), task_state.bpf.h
+ * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "tier.bpf.h"
+#include "task_state.bpf.h"
 
-#ifndef PF_EXITING
-#define PF_EXITING	0x00000004
-#endif
-#ifndef SIGNAL_GROUP_EXIT
-#define SIGNAL_GROUP_EXIT	0x00000004
-#endif
-/* include/linux/sched/jobctl.h; bit 23 since v5.2 (cgroup v2 freezer). */
-#define SCHEDBE_JOBCTL_TRAP_FREEZE	(1UL << 23)
 
 char _license[] SEC("license") = "GPL";
 
@@ -84,28 +83,6 @@ static u64 lc_vtime_now, be_vtime_now;
 
 /* CPUs currently running a BE task. */
 private(SCHEDBE) struct bpf_cpumask __kptr *be_cpus;
-
-struct task_ctx {
-	u64 started_at;		/* ops.running timestamp */
-	u64 enq_at;		/* BE: when queued (starvation guard) */
-	u64 starve_since;	/* BE: start of the current starvation window; 0: none */
-	u64 starve_ran;		/* BE: CPU time it got in that window */
-	u64 run_start;		/* when the current stint on a CPU began */
-	u64 runnable_at;	/* LC: start of unaccounted runnable time */
-	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
-	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
-	u8 tier_valid;
-	u8 guarded;		/* running on a guard slice */
-	u8 lc_runnable;		/* LC runnable-time accounting active */
-	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -160,11 +137,6 @@ struct {
 
 enum { TIER_LC = 0, TIER_BE = 1 };
 
-static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
-{
-	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
-}
-
 static __always_inline struct cpu_stats *my_stats(void)
 {
 	u32 zero = 0;
@@ -176,6 +148,37 @@ static __always_inline struct cpu_stats *my_stats(void)
 	if (__s)						\
 		__s->field += (v);				\
 } while (0)
+
+#include "rt_takeover.bpf.h"
+#include "cpumax.bpf.h"
+
+struct task_ctx {
+	u64 started_at;		/* ops.running timestamp */
+	u64 enq_at;		/* BE: when queued (starvation guard) */
+	u64 starve_since;	/* BE: start of the current starvation window; 0: none */
+	u64 starve_ran;		/* BE: CPU time it got in that window */
+	u64 run_start;		/* when the current stint on a CPU began */
+	u64 runnable_at;	/* LC: start of unaccounted runnable time */
+	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
+	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
+	u8 tier_valid;
+	u8 guarded;		/* running on a guard slice */
+	u8 lc_runnable;		/* LC runnable-time accounting active */
+	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
+	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
 
 static __always_inline u32 llc_of(s32 cpu)
 {
@@ -190,24 +193,6 @@ static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
 static __always_inline u64 task_cgid(struct task_struct *p)
 {
 	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-}
-
-/*
- * A task that is dying must get to run: a killed BE task would otherwise
- * exit only on guard slices. Exiting tasks and tasks of a group being killed
- * are scheduled as LC (this CPU time shows up as BE in the tracer, which
- * classifies by the configured rules only).
- */
-static __always_inline bool task_dying(struct task_struct *p)
-{
-	return (p->flags & PF_EXITING) ||
-	       (BPF_CORE_READ(p, signal, flags) & SIGNAL_GROUP_EXIT);
-}
-
-/* The cgroup freezer asked @p to stop at its next return to user space. */
-static __always_inline bool task_freezing(struct task_struct *p)
-{
-	return BPF_CORE_READ(p, jobctl) & SCHEDBE_JOBCTL_TRAP_FREEZE;
 }
 
 /*
@@ -337,11 +322,6 @@ static void note_preempt(s32 cpu)
  * taking the kicked CPU cannot strand it (on a 6.17 kernel the direct
  * check let LC tasks wait up to 350 ms behind the tracer's RT thread).
  */
-static __always_inline bool rescue_available(void)
-{
-	/* the tracepoint path tracks rt_since; v7.1's kfunc empties a foreign local queue */
-	return evacuate_from_tp && __COMPAT_has_generic_reenq();
-}
 
 static __always_inline bool direct_entry(void)
 {
@@ -389,6 +369,48 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 	}
 }
 
+/*
+ * cpu.max: a task leaving its cgroup's holding queue goes back to its tier's
+ * queue with the sleeper floor (time held is not credit). A BE task starts a
+ * new starvation window: time held is not starvation.
+ */
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u32 llc = llc_of(scx_bpf_task_cpu(p));
+	u64 floor;
+
+	*vtime = p->scx.dsq_vtime;
+	if (tctx && tctx->tier == TIER_BE) {
+		tctx->enq_at = bpf_ktime_get_ns();
+		tctx->starve_since = tctx->enq_at;
+		tctx->starve_ran = 0;
+		*dsq = be_dsq(llc);
+		floor = be_vtime_now - be_slice_ns;
+	} else {
+		*dsq = lc_dsq(llc);
+		floor = lc_vtime_now - lc_slice_ns;
+	}
+	if (time_before(*vtime, floor))
+		*vtime = floor;
+	return true;
+}
+
+/* cpu.max: wake a CPU for a released task, as ops.enqueue would (entry check for LC). */
+static void bw_released(struct task_struct *p, u64 dsq)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	if (dsq < SCHEDBE_BE_DSQ_BASE && (cpu = claim_be_cpu(p)) >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		note_preempt(cpu);
+	}
+}
+
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -400,7 +422,8 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 		return prev_cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle) {
+	/* a task of a throttled cgroup goes through ops.enqueue, which holds it */
+	if (is_idle && bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, 0);
 		STAT_ADD(lc_direct, 1);
 	}
@@ -411,10 +434,25 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	u32 llc = llc_of(scx_bpf_task_cpu(p));
-	u64 vtime = p->scx.dsq_vtime, floor;
-	s32 cpu;
+	u64 vtime = p->scx.dsq_vtime, floor, now = bpf_ktime_get_ns();
+	s32 cpu, slot;
+	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
 
-	if (!tctx || classify(p, tctx) == TIER_LC) {
+	/* cpu.max: a task of a throttled cgroup waits for the next period */
+	if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
+		bw_hold(p, slot, enq_flags, now);
+		return;
+	}
+	/*
+	 * The last runnable task of a CPU whose dispatch found nothing to run
+	 * (SCX_OPS_ENQ_LAST, set so a throttled task is not kept running) is
+	 * queued like any other; this CPU is kicked so that, once idle, it
+	 * dispatches again and finds it.
+	 */
+	if (enq_flags & SCX_ENQ_LAST)
+		scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
+
+	if (tier == TIER_LC) {
 		if (tctx && tctx->freeze_boost)
 			STAT_ADD(freeze_boosts, 1);
 		/* A sleeper keeps at most one slice of credit. */
@@ -425,7 +463,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	tctx->enq_at = bpf_ktime_get_ns();
+	tctx->enq_at = now;
 	if (!tctx->starve_since)
 		tctx->starve_since = tctx->enq_at;
 	floor = be_vtime_now - be_slice_ns;
@@ -440,15 +478,44 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-/* Take the first LC task from this CPU's LLC, then from any other LLC. */
+/*
+ * Move the first task of @dsq that may run here to this CPU. While some
+ * cgroup is throttled (cpu.max), queued tasks of throttled cgroups are moved
+ * to their holding queues on the way; otherwise this is one kfunc call.
+ */
+static bool consume_dsq(u64 dsq, s32 cpu)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u64 now;
+	s32 slot;
+
+	if (!bw_nr_throttled)
+		return scx_bpf_dsq_move_to_local(dsq, 0);
+	now = bpf_ktime_get_ns();
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		tctx = task_ctx(p);
+		if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
+			bw_hold_queued(BPF_FOR_EACH_ITER, p, slot, now);
+			continue;
+		}
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			return true;
+	}
+	return false;
+}
+
+/* Take the first task of a tier from this CPU's LLC, then from any other LLC. */
 static bool consume_tier(u32 base, s32 cpu)
 {
 	u32 mine = llc_of(cpu), i;
 
-	if (scx_bpf_dsq_move_to_local(base + mine, 0))
+	if (consume_dsq(base + mine, cpu))
 		return true;
 	bpf_for(i, 0, nr_llcs) {
-		if (i != mine && scx_bpf_dsq_move_to_local(base + i, 0))
+		if (i != mine && consume_dsq(base + i, cpu))
 			return true;
 	}
 	return false;
@@ -545,6 +612,12 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 	bool prev_be = prev && is_be_task(prev);
 	struct bpf_cpumask *be;
+	struct task_ctx *pctx;
+
+	/* cpu.max: a throttled prev does not keep the CPU (it is held at enqueue) */
+	if (prev_runnable && bw_nr_throttled && (pctx = task_ctx(prev)) &&
+	    bw_throttled_slot(prev, &pctx->bw, bpf_ktime_get_ns()) >= 0)
+		prev_runnable = false;
 
 	/* LC may be runnable everywhere, so the guard must go first or never run. */
 	if (guard_rescue(cpu))
@@ -570,10 +643,12 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/*
-	 * Nothing queued: a runnable BE prev keeps running. Re-advertise the CPU
-	 * in be_cpus, which an entry-check kick may have cleared.
+	 * Nothing queued: a runnable BE prev keeps running (a fresh slice here,
+	 * not through SCX_ENQ_LAST). Re-advertise the CPU in be_cpus, which an
+	 * entry-check kick may have cleared.
 	 */
 	if (prev_runnable && prev_be) {
+		scx_bpf_task_set_slice(prev, be_slice_ns);
 		be = be_cpus;
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -585,11 +660,16 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	struct task_ctx *tctx = task_ctx(p);
 	struct bpf_cpumask *be = be_cpus;
 	s32 cpu = scx_bpf_task_cpu(p);
+	u64 left;
 
 	if (!tctx)
 		return;
 	tctx->started_at = bpf_ktime_get_ns();
 	tctx->run_start = tctx->started_at;
+	/* cpu.max: run no longer than the runtime the task's cgroups have left */
+	left = bw_runtime_left(p, &tctx->bw, tctx->started_at);
+	if (left < p->scx.slice)
+		scx_bpf_task_set_slice(p, left > BW_MIN_SLICE_NS ? left : BW_MIN_SLICE_NS);
 	if (tctx->tier == TIER_BE) {
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -624,14 +704,15 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 
 /*
  * Charge the time @p ran since it started or was last charged: per-tier CPU
- * time, guard cost, and virtual time. Called at every tick as well as at
+ * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
+ * @p is throttled now). Called at every tick as well as at
  * stopping, because a task that keeps its CPU never reaches ops.stopping.
  * The tier clocks are not advanced here: they follow the vtime of tasks as
  * they start (ops.running), i.e. the front of the queue. Advancing them to a
  * charged vtime would let the sleeper floor in enqueue erase the weight
  * differences between tasks that are always runnable.
  */
-static void charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
+static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
 	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
 
@@ -646,6 +727,7 @@ static void charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p));
 		acct_runnable(p, tctx, now);
 	}
+	return ran && bw_charge(p, &tctx->bw, ran, now);
 }
 
 void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
@@ -692,11 +774,10 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
 
 /*
  * Per tick: rescue tasks stranded behind an RT/DL task on another CPU,
- * charge the running task, and, as a backstop for a lost entry kick, make a
+ * charge the running task (ending its slice if its cgroup is now
+ * throttled), and, as a backstop for a lost entry kick, make a
  * BE task yield when LC is queued in any LLC.
  */
-static void rescue_stranded(u32 self, u64 now);
-
 void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -705,7 +786,11 @@ void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
 	rescue_stranded(bpf_get_smp_processor_id(), now);
 	if (!tctx)
 		return;
-	charge(p, tctx, now);
+	/* cpu.max: a throttled task stops now; ops.enqueue holds it */
+	if (charge(p, tctx, now)) {
+		scx_bpf_task_set_slice(p, 0);
+		return;
+	}
 	if (tctx->tier == TIER_BE && !tctx->guarded && lc_queued()) {
 		scx_bpf_task_set_slice(p, 0);
 		STAT_ADD(tick_yields, 1);
@@ -721,74 +806,9 @@ void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
  */
 void BPF_STRUCT_OPS(schedbe_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
-		STAT_ADD(rt_evacuations, 1);
-	scx_bpf_reenqueue_local();
+	rt_cpu_release();
 }
 
-/* prio below MAX_RT_PRIO: RT, DL, stop, or a task PI-boosted into RT. */
-#define SCHEDBE_MAX_RT_PRIO	100
-/* An RT/DL task that has held a CPU this long is not about to leave it. */
-#define SCHEDBE_RT_STRAND_NS	(1000ULL * 1000)
-
-/* CPU -> since when an RT/DL task runs there (0: none); tracepoint path only. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SCHEDBE_MAX_CPUS);
-	__type(key, u32);
-	__type(value, u64);
-} rt_since SEC(".maps");
-
-static s32 nr_rt_cpus;	/* CPUs with rt_since set */
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next)
-{
-	u32 cpu = bpf_get_smp_processor_id();
-	bool rt = next->prio < SCHEDBE_MAX_RT_PRIO;
-	u64 *since;
-
-	if (!evacuate_from_tp || !(since = bpf_map_lookup_elem(&rt_since, &cpu)))
-		return 0;
-	if (rt != (*since != 0)) {
-		*since = rt ? bpf_ktime_get_ns() : 0;
-		__sync_fetch_and_add(&nr_rt_cpus, rt ? 1 : -1);
-	}
-	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
-	    !scx_bpf_reenqueue_local_from_anywhere())
-		STAT_ADD(rt_evacuations, 1);
-	return 0;
-}
-
-/*
- * The evacuation above misses a task that lands in the local queue just
- * after the switch: an entry check that claimed the CPU a moment before the
- * RT task took it. That task would wait for the whole RT burst (seen: 324 ms
- * behind a 300 ms burst). So every tick, a CPU sends back the local queues of
- * CPUs an RT/DL task has held for over SCHEDBE_RT_STRAND_NS. A foreign local
- * queue can be re-enqueued only with the generic kfunc of v7.1+; before, the
- * task waits until the RT task leaves (or the kernel's own server runs it).
- */
-static void rescue_stranded(u32 self, u64 now)
-{
-	u64 *since;
-	u32 i;
-
-	if (nr_rt_cpus <= 0 || !rescue_available())
-		return;
-	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
-		if (i == self || i >= SCHEDBE_MAX_CPUS)
-			continue;
-		since = bpf_map_lookup_elem(&rt_since, &i);
-		if (!since || !*since || now - *since < SCHEDBE_RT_STRAND_NS)
-			continue;
-		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i)) {
-			scx_bpf_dsq_reenq(SCX_DSQ_LOCAL_ON | i, 0);
-			STAT_ADD(rt_rescues, 1);
-		}
-	}
-}
 
 /* Hotplug needs no state change (queues are per LLC); handling it keeps us loaded. */
 void BPF_STRUCT_OPS(schedbe_cpu_online, s32 cpu) {}
@@ -835,7 +855,14 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(schedbe_init)
 	mask = bpf_kptr_xchg(&be_cpus, mask);
 	if (mask)
 		bpf_cpumask_release(mask);
-	return 0;
+	return bw_init();
+}
+
+/* cpu.max or cpu.max.burst written (v6.17+; userspace leaves it out on older kernels). */
+void BPF_STRUCT_OPS(schedbe_cgroup_set_bandwidth, struct cgroup *cgrp,
+		    u64 period_us, u64 quota_us, u64 burst_us)
+{
+	bw_set(BPF_CORE_READ(cgrp, kn, id), period_us, quota_us, burst_us);
 }
 
 void BPF_STRUCT_OPS(schedbe_exit, struct scx_exit_info *ei)
@@ -859,4 +886,7 @@ SCX_OPS_DEFINE(schedbe_ops,
 	       .init_task	= (void *)schedbe_init_task,
 	       .init		= (void *)schedbe_init,
 	       .exit		= (void *)schedbe_exit,
+	       .cgroup_set_bandwidth = (void *)schedbe_cgroup_set_bandwidth,
+	       /* so a throttled last task is enqueued (and held), not kept running */
+	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "schedbe");

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cgroup v2 cpu.max, enforced by schedbe itself, for every policy.
+ *
+ * The kernel's CFS bandwidth control does not apply to sched_ext tasks, so
+ * loading a sched_ext scheduler would silently lift every CPU limit. This
+ * header enforces cpu.max with the kernel's semantics:
+ *  - quota per period: a cgroup's tasks run at most quota_ns of CPU time,
+ *    summed over all CPUs, in each period_ns;
+ *  - hierarchical: CPU time is charged to every limited ancestor-or-self,
+ *    and a task runs only while none of them is throttled, so a child never
+ *    exceeds its parent;
+ *  - cpu.max.burst: unused quota carries over, up to quota + burst;
+ *  - throttling: a cgroup that used its runtime is throttled until a period
+ *    boundary refills it. Its tasks wait in the slot's holding queue
+ *    (bw_dsq(slot)), not in the policy's run queues, and a timer at the
+ *    period boundary releases them;
+ *  - overrun: usage is seen at ticks and when a task stops, and a limited
+ *    task's slice is cut to the runtime left when it starts, so a cgroup can
+ *    overrun a little; the overrun is paid from the next period (as CFS's
+ *    runtime_remaining goes negative), so the long-run rate is exact. The
+ *    debt is capped at BW_MAX_DEBT_PERIODS quotas, so a held task never waits
+ *    long enough to trip the sched_ext watchdog.
+ *
+ * Who writes what: userspace (cpumax.rs) gives each cgroup with the cpu
+ * controller a slot, writes bw_slot_of (cgroup id -> slot) and bw_conf (the
+ * slot's cpu.max; quota 0 = no limit), and bumps bw_gen when chains may have
+ * changed. ops.cgroup_set_bandwidth (v6.17+) updates a slot's bw_conf the
+ * moment cpu.max is written, and asks userspace to rescan (bw_rescan_req)
+ * for a cgroup that has no slot yet. bw_state and bw_stats are BPF's.
+ *
+ * Invariants:
+ *  - a task is held only while a slot of its chain is throttled, and after
+ *    every hold and every throttle the slot's timer is armed on this CPU, so
+ *    every held task is looked at again (the insert completes before this
+ *    CPU can take the timer's softirq);
+ *  - a held task is in no run queue: the starvation guard and the parking
+ *    scan never see it, so a throttled BE task is neither starved nor parked;
+ *  - unloading needs nothing: the kernel takes every task, held or not,
+ *    back to the fair class.
+ *
+ * The includer defines, before including this header:
+ *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases;
+ * and, anywhere in the file:
+ *  - bw_release_to(p, &dsq, &vtime): the run queue and virtual time a task
+ *    leaving a holding queue goes to;
+ *  - bw_released(p, dsq): wake a CPU for it.
+ */
+#ifndef __SCHEDBE_CPUMAX_BPF_H
+#define __SCHEDBE_CPUMAX_BPF_H
+
+/* Debt beyond this many quotas is forgiven (watchdog safety, see above). */
+#define BW_MAX_DEBT_PERIODS	4
+/* A limited task's slice is never cut below this (a cut slice is a context switch). */
+#define BW_MIN_SLICE_NS		(100ULL * 1000)
+/* cpu.max "max" arrives as RUNTIME_INF in µs-or-more; anything this large is unlimited. */
+#define BW_QUOTA_INF_US		(1ULL << 50)
+
+/* Per task: its limited ancestors-or-self, cached until its cgroup or bw_gen changes. */
+struct bw_task {
+	u64 cgid;
+	u32 gen;
+	u8 nr;
+	u16 slots[SCHEDBE_BW_MAX_DEPTH];
+};
+
+struct bw_state {
+	struct bpf_timer timer;
+	s64 runtime_ns;		/* left in this period; negative: debt */
+	u64 period_start;
+	u64 quota_ns, period_ns, burst_ns;	/* the bw_conf this state runs */
+	u32 throttled;
+	u32 used;		/* ran in the current period (cpu.stat nr_periods) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SCHEDBE_BW_MAX_SLOTS);
+	__type(key, u64);	/* cgroup id */
+	__type(value, u32);	/* slot */
+} bw_slot_of SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHEDBE_BW_MAX_SLOTS);
+	__type(key, u32);
+	__type(value, struct bw_conf);
+} bw_conf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHEDBE_BW_MAX_SLOTS);
+	__type(key, u32);
+	__type(value, struct bw_state);
+} bw_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHEDBE_BW_MAX_SLOTS);
+	__type(key, u32);
+	__type(value, struct bw_stat);
+} bw_stats SEC(".maps");
+
+/* Written by userspace (and set_bandwidth), read on the hot path. */
+u32 bw_gen;		/* bumped when a cgroup's chain may have changed */
+bool bw_on;		/* some slot has a limit: when false, nothing here costs anything */
+u32 bw_rescan_req;	/* set_bandwidth saw a cgroup userspace has not given a slot */
+static u32 bw_nr_throttled;	/* slots throttled now */
+
+static __always_inline u64 bw_dsq(u32 slot) { return SCHEDBE_BW_DSQ_BASE + slot; }
+
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime);
+static void bw_released(struct task_struct *p, u64 dsq);
+
+/* Look up @p's limited ancestors-or-self (innermost first) and cache them in @bt. */
+static void bw_resolve(struct task_struct *p, struct bw_task *bt, u64 cgid)
+{
+	struct cgroup *cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp), *anc;
+	struct bw_conf *c;
+	u32 *slot, nr = 0;
+	int level, i;
+	u64 id;
+
+	bt->gen = bw_gen;	/* before the walk: a concurrent bump re-resolves later */
+	bt->cgid = cgid;
+	bt->nr = 0;
+	if (!cgrp)
+		return;
+	level = BPF_CORE_READ(cgrp, level);
+	bpf_for(i, 0, SCHEDBE_MAX_CGRP_DEPTH) {
+		if (i >= level || nr >= SCHEDBE_BW_MAX_DEPTH)
+			break;
+		anc = NULL;
+		if (bpf_probe_read_kernel(&anc, sizeof(anc), &cgrp->ancestors[level - i]) || !anc)
+			break;
+		id = BPF_CORE_READ(anc, kn, id);
+		slot = bpf_map_lookup_elem(&bw_slot_of, &id);
+		if (!slot)
+			continue;
+		c = bpf_map_lookup_elem(&bw_conf, slot);
+		if (!c || !c->quota_ns)
+			continue;
+		bt->slots[nr & (SCHEDBE_BW_MAX_DEPTH - 1)] = *slot;
+		nr++;
+	}
+	bt->nr = nr;
+}
+
+/* @p's chain of limited cgroups, or NULL when none limits it. */
+static __always_inline struct bw_task *bw_chain(struct task_struct *p, struct bw_task *bt)
+{
+	u64 cgid;
+
+	if (!bw_on)
+		return NULL;
+	cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	if (bt->cgid != cgid || bt->gen != bw_gen)
+		bw_resolve(p, bt, cgid);
+	return bt->nr ? bt : NULL;
+}
+
+/* Add the periods that have ended since period_start: quota each, capped at quota + burst. */
+static void bw_refill(struct bw_state *s, u32 slot, u64 now)
+{
+	u64 start = s->period_start, n, cap = s->quota_ns + s->burst_ns;
+	struct bw_stat *st;
+	s64 old, new;
+	u32 i;
+
+	if ((s64)(now - start) < (s64)s->period_ns)
+		return;
+	n = (now - start) / s->period_ns;
+	/* one CPU refills a given period */
+	if (__sync_val_compare_and_swap(&s->period_start, start, start + n * s->period_ns) != start)
+		return;
+	/* cpu.stat counts periods in which the cgroup ran or stayed throttled */
+	st = bpf_map_lookup_elem(&bw_stats, &slot);
+	if (st && (s->used || s->throttled))
+		__sync_fetch_and_add(&st->nr_periods, s->throttled ? n : 1);
+	s->used = 0;
+	bpf_for(i, 0, 4) {
+		old = s->runtime_ns;
+		new = n > 1000 ? (s64)cap : old + (s64)(n * s->quota_ns);
+		if (new > (s64)cap)
+			new = cap;
+		if (__sync_val_compare_and_swap(&s->runtime_ns, old, new) == old)
+			break;
+	}
+}
+
+/* The state of @slot, brought up to @now; NULL when the slot has no limit. */
+static struct bw_state *bw_slot(u32 slot, u64 now)
+{
+	struct bw_conf *c = bpf_map_lookup_elem(&bw_conf, &slot);
+	struct bw_state *s = bpf_map_lookup_elem(&bw_state, &slot);
+
+	if (!c || !s || !c->quota_ns || !c->period_ns)
+		return NULL;
+	if (s->quota_ns != c->quota_ns || s->period_ns != c->period_ns || s->burst_ns != c->burst_ns) {
+		/* a new or changed limit starts with a full period now */
+		s->quota_ns = c->quota_ns;
+		s->period_ns = c->period_ns;
+		s->burst_ns = c->burst_ns;
+		s->runtime_ns = c->quota_ns;
+		s->period_start = now;
+	}
+	bw_refill(s, slot, now);
+	return s;
+}
+
+/* Arm @slot's timer on this CPU for the end of its current period. */
+static void bw_arm(u32 slot, struct bw_state *s, u64 now)
+{
+	u64 end = s->period_start + s->period_ns;
+
+	bpf_timer_start(&s->timer, end > now ? end - now : 1000, BPF_F_TIMER_CPU_PIN);
+}
+
+static void bw_throttle(u32 slot, struct bw_state *s, u64 now)
+{
+	struct bw_stat *st;
+
+	if (__sync_val_compare_and_swap(&s->throttled, 0, 1) != 0)
+		return;
+	__sync_fetch_and_add(&bw_nr_throttled, 1);
+	st = bpf_map_lookup_elem(&bw_stats, &slot);
+	if (st) {
+		__sync_fetch_and_add(&st->nr_throttled, 1);
+		st->throttled_since = now;
+	}
+	bw_arm(slot, s, now);
+}
+
+static void bw_unthrottle(u32 slot, struct bw_state *s, u64 now)
+{
+	struct bw_stat *st;
+
+	if (__sync_val_compare_and_swap(&s->throttled, 1, 0) != 1)
+		return;
+	__sync_fetch_and_sub(&bw_nr_throttled, 1);
+	st = bpf_map_lookup_elem(&bw_stats, &slot);
+	if (st && st->throttled_since) {
+		__sync_fetch_and_add(&st->throttled_ns, now - st->throttled_since);
+		st->throttled_since = 0;
+	}
+}
+
+/*
+ * Charge @ran ns of @p's CPU time to its limited cgroups. True when one of
+ * them is throttled now: the caller ends @p's slice.
+ */
+static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 ran, u64 now)
+{
+	struct bw_task *ch = bw_chain(p, bt);
+	struct bw_state *s;
+	struct bw_stat *st;
+	bool throttled = false;
+	u32 i, slot;
+	s64 left;
+
+	if (!ch)
+		return false;
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= ch->nr)
+			break;
+		slot = ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
+		s = bw_slot(slot, now);
+		if (!s)
+			continue;
+		s->used = 1;
+		st = bpf_map_lookup_elem(&bw_stats, &slot);
+		if (st)
+			__sync_fetch_and_add(&st->usage_ns, ran);
+		left = __sync_fetch_and_add(&s->runtime_ns, -(s64)ran) - (s64)ran;
+		if (left < -(s64)(BW_MAX_DEBT_PERIODS * s->quota_ns))
+			s->runtime_ns = -(s64)(BW_MAX_DEBT_PERIODS * s->quota_ns);
+		if (left <= 0)
+			bw_throttle(slot, s, now);
+		if (s->throttled)
+			throttled = true;
+	}
+	return throttled;
+}
+
+/* The slot of the first throttled cgroup of @p's chain, or -1. */
+static s32 bw_throttled_slot(struct task_struct *p, struct bw_task *bt, u64 now)
+{
+	struct bw_task *ch;
+	struct bw_state *s;
+	u32 i, slot;
+
+	if (!bw_nr_throttled || !(ch = bw_chain(p, bt)))
+		return -1;
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= ch->nr)
+			break;
+		slot = ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
+		s = bw_slot(slot, now);
+		if (s && s->throttled)
+			return slot;
+	}
+	return -1;
+}
+
+/* The runtime @p's most limited cgroup has left; U64_MAX when none limits it. */
+static u64 bw_runtime_left(struct task_struct *p, struct bw_task *bt, u64 now)
+{
+	struct bw_task *ch = bw_chain(p, bt);
+	u64 left = (u64)-1;
+	struct bw_state *s;
+	u32 i;
+
+	if (!ch)
+		return left;
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= ch->nr)
+			break;
+		s = bw_slot(ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)], now);
+		if (s && s->runtime_ns < (s64)left)
+			left = s->runtime_ns > 0 ? s->runtime_ns : 0;
+	}
+	return left;
+}
+
+/* ops.enqueue: hold @p, whose cgroup @slot is throttled, until the slot's timer releases it. */
+static void bw_hold(struct task_struct *p, s32 slot, u64 enq_flags, u64 now)
+{
+	struct bw_state *s;
+	u32 key = slot;
+
+	scx_bpf_dsq_insert_vtime(p, bw_dsq(key), SCX_SLICE_DFL, p->scx.dsq_vtime, enq_flags);
+	STAT_ADD(bw_holds, 1);
+	if ((s = bpf_map_lookup_elem(&bw_state, &key)))
+		bw_arm(key, s, now);
+}
+
+/* ops.dispatch: move a queued @p whose cgroup @slot got throttled to its holding queue. */
+static void bw_hold_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s32 slot, u64 now)
+{
+	struct bw_state *s;
+	u32 key = slot;
+
+	if (!scx_bpf_dsq_move_vtime(it, p, bw_dsq(key), 0))
+		return;
+	STAT_ADD(bw_holds, 1);
+	if ((s = bpf_map_lookup_elem(&bw_state, &key)))
+		bw_arm(key, s, now);
+}
+
+/*
+ * The slot's timer, at a period boundary (or just after a hold): refill,
+ * unthrottle once runtime is positive (or the limit is gone), and release
+ * every held task; a slot still in debt waits for the next boundary.
+ */
+static int bw_timer_fn(void *map, int *key, struct bw_state *s)
+{
+	u64 now = bpf_ktime_get_ns(), dsq, vtime;
+	struct task_struct *p;
+	u32 slot = *key;
+
+	if (slot >= SCHEDBE_BW_MAX_SLOTS)
+		return 0;
+	if (!bw_slot(slot, now) || s->runtime_ns > 0)
+		bw_unthrottle(slot, s, now);
+	if (s->throttled) {
+		bw_arm(slot, s, now);
+		return 0;
+	}
+	bpf_for_each(scx_dsq, p, bw_dsq(slot), 0) {
+		if (!bw_release_to(p, &dsq, &vtime))
+			continue;
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
+		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0)) {
+			STAT_ADD(bw_releases, 1);
+			bw_released(p, dsq);
+		}
+	}
+	return 0;
+}
+
+/* ops.init: one holding queue and one timer per slot. */
+static s32 bw_init(void)
+{
+	struct bw_state *s;
+	u32 i;
+	s32 err;
+
+	bpf_for(i, 0, SCHEDBE_BW_MAX_SLOTS) {
+		err = scx_bpf_create_dsq(bw_dsq(i), -1);
+		if (err) {
+			scx_bpf_error("failed to create cpu.max holding queue %u: %d", i, err);
+			return err;
+		}
+		s = bpf_map_lookup_elem(&bw_state, &i);
+		if (!s)
+			return -ENOENT;
+		err = bpf_timer_init(&s->timer, &bw_state, CLOCK_MONOTONIC);
+		if (!err)
+			err = bpf_timer_set_callback(&s->timer, bw_timer_fn);
+		if (err) {
+			scx_bpf_error("failed to set up cpu.max timer %u: %d", i, err);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/*
+ * ops.cgroup_set_bandwidth (v6.17+): cpu.max or cpu.max.burst was written.
+ * Takes effect at once for a cgroup that has a slot; userspace is asked to
+ * rescan for one that has none yet (created since its last scan).
+ */
+static void bw_set(u64 cgid, u64 period_us, u64 quota_us, u64 burst_us)
+{
+	u32 *slot = bpf_map_lookup_elem(&bw_slot_of, &cgid);
+	struct bw_conf *c = slot ? bpf_map_lookup_elem(&bw_conf, slot) : NULL;
+	bool was_limited;
+
+	bw_rescan_req = 1;
+	if (!c)
+		return;
+	was_limited = c->quota_ns;
+	c->period_ns = period_us * 1000;
+	c->burst_ns = burst_us * 1000;
+	c->quota_ns = quota_us >= BW_QUOTA_INF_US ? 0 : quota_us * 1000;
+	if (c->quota_ns)
+		bw_on = true;
+	if (was_limited != !!c->quota_ns)
+		__sync_fetch_and_add(&bw_gen, 1);
+}
+
+#endif /* __SCHEDBE_CPUMAX_BPF_H */
