@@ -355,6 +355,8 @@ impl<'a> Scheduler<'a> {
             t.rt_rescues += s.rt_rescues;
             t.bw_holds += s.bw_holds;
             t.bw_releases += s.bw_releases;
+            t.bw_restarts += s.bw_restarts;
+            t.bw_forgiven_ns += s.bw_forgiven_ns;
         }
         let pc = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
         Ok(Metrics {
@@ -390,6 +392,8 @@ impl<'a> Scheduler<'a> {
             cpu_max_cgroups: self.cpumax.limited() as u64,
             bw_holds: t.bw_holds,
             bw_releases: t.bw_releases,
+            bw_restarts: t.bw_restarts,
+            bw_forgiven_ms: t.bw_forgiven_ns as f64 / 1e6,
             cgroups: self.cpumax.stats(&self.skel),
         })
     }

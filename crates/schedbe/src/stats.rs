@@ -89,6 +89,12 @@ pub struct Metrics {
     #[stat(desc = "cpu.max: held tasks released at a period boundary")]
     #[serde(default)]
     pub bw_releases: u64,
+    #[stat(desc = "cpu.max: limits (re)started with a full quota")]
+    #[serde(default)]
+    pub bw_restarts: u64,
+    #[stat(desc = "cpu.max: overrun forgiven because paying it would throttle longer than 10 s (ms)")]
+    #[serde(default)]
+    pub bw_forgiven_ms: f64,
     #[stat(desc = "cpu.max: per limited cgroup, cumulative counters as in cpu.stat")]
     #[serde(default)]
     pub cgroups: BTreeMap<String, CgroupBw>,
@@ -170,6 +176,8 @@ impl Metrics {
             cpu_max_cgroups: self.cpu_max_cgroups,
             bw_holds: self.bw_holds - prev.bw_holds,
             bw_releases: self.bw_releases - prev.bw_releases,
+            bw_restarts: self.bw_restarts - prev.bw_restarts,
+            bw_forgiven_ms: self.bw_forgiven_ms - prev.bw_forgiven_ms,
             cgroups: self.cgroups.clone(),
         }
     }

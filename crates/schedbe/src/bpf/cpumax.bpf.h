@@ -15,12 +15,15 @@
  *    boundary refills it. Its tasks wait in the slot's holding queue
  *    (bw_dsq(slot)), not in the policy's run queues, and a timer at the
  *    period boundary releases them;
- *  - overrun: usage is seen at ticks and when a task stops, and a limited
- *    task's slice is cut to the runtime left when it starts, so a cgroup can
- *    overrun a little; the overrun is paid from the next period (as CFS's
- *    runtime_remaining goes negative), so the long-run rate is exact. The
- *    debt is capped at BW_MAX_DEBT_PERIODS quotas, so a held task never waits
- *    long enough to trip the sched_ext watchdog.
+ *  - overrun: a limited task starts with its slice cut to the runtime its
+ *    cgroups have left, and because sched_ext checks slices only at ticks, a
+ *    per-CPU timer preempts it when that runtime ends (bw_expire_fn). What
+ *    still overruns (usage is charged at ticks and stops) is paid from the
+ *    next periods, as CFS's runtime_remaining goes negative, so the long-run
+ *    rate is exact. Debt beyond BW_MAX_THROTTLE_NS of throttling is forgiven,
+ *    so a held task never waits long enough to trip the sched_ext watchdog;
+ *  - dying tasks and tasks on their way to the freezer are never held: they
+ *    must get to run (task_state.bpf.h).
  *
  * Who writes what: userspace (cpumax.rs) gives each cgroup with the cpu
  * controller a slot, writes bw_slot_of (cgroup id -> slot) and bw_conf (the
@@ -40,7 +43,8 @@
  *    back to the fair class.
  *
  * The includer defines, before including this header:
- *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases;
+ *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases,
+ *    bw_restarts, bw_forgiven_ns;
  * and, anywhere in the file:
  *  - bw_release_to(p, &dsq, &vtime): the run queue and virtual time a task
  *    leaving a holding queue goes to;
@@ -49,8 +53,10 @@
 #ifndef __SCHEDBE_CPUMAX_BPF_H
 #define __SCHEDBE_CPUMAX_BPF_H
 
-/* Debt beyond this many quotas is forgiven (watchdog safety, see above). */
-#define BW_MAX_DEBT_PERIODS	4
+#include "task_state.bpf.h"
+
+/* Debt that would throttle longer than this is forgiven (the watchdog's limit is 30 s). */
+#define BW_MAX_THROTTLE_NS	(10000ULL * 1000 * 1000)
 /* A limited task's slice is never cut below this (a cut slice is a context switch). */
 #define BW_MIN_SLICE_NS		(100ULL * 1000)
 /* cpu.max "max" arrives as RUNTIME_INF in µs-or-more; anything this large is unlimited. */
@@ -58,6 +64,7 @@
 
 /* Per task: its limited ancestors-or-self, cached until its cgroup or bw_gen changes. */
 struct bw_task {
+	u64 exec_seen;		/* p->se.sum_exec_runtime when last charged */
 	u64 cgid;
 	u32 gen;
 	u8 nr;
@@ -72,6 +79,19 @@ struct bw_state {
 	u32 throttled;
 	u32 used;		/* ran in the current period (cpu.stat nr_periods) */
 };
+
+/* Per CPU: preempts a limited task when its cgroups' runtime ends. */
+struct bw_expiry {
+	struct bpf_timer timer;
+	s32 pid;		/* the task it is armed for */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHEDBE_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct bw_expiry);
+} bw_expiry SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -124,6 +144,8 @@ static void bw_resolve(struct task_struct *p, struct bw_task *bt, u64 cgid)
 	bt->gen = bw_gen;	/* before the walk: a concurrent bump re-resolves later */
 	bt->cgid = cgid;
 	bt->nr = 0;
+	/* charging starts now: what ran in another cgroup is not this one's */
+	bt->exec_seen = p->se.sum_exec_runtime;
 	if (!cgrp)
 		return;
 	level = BPF_CORE_READ(cgrp, level);
@@ -188,6 +210,14 @@ static void bw_refill(struct bw_state *s, u32 slot, u64 now)
 	}
 }
 
+/* The debt that takes BW_MAX_THROTTLE_NS of throttling to pay (at least one quota). */
+static __always_inline s64 bw_max_debt(struct bw_state *s)
+{
+	u64 periods = BW_MAX_THROTTLE_NS / s->period_ns;
+
+	return (s64)(s->quota_ns * (periods ? periods : 1));
+}
+
 /* The state of @slot, brought up to @now; NULL when the slot has no limit. */
 static struct bw_state *bw_slot(u32 slot, u64 now)
 {
@@ -203,6 +233,7 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
 		s->burst_ns = c->burst_ns;
 		s->runtime_ns = c->quota_ns;
 		s->period_start = now;
+		STAT_ADD(bw_restarts, 1);
 	}
 	bw_refill(s, slot, now);
 	return s;
@@ -245,21 +276,47 @@ static void bw_unthrottle(u32 slot, struct bw_state *s, u64 now)
 	}
 }
 
+/* Is a slot of chain @ch throttled? */
+static bool bw_throttled_now(struct bw_task *ch, u64 now)
+{
+	struct bw_state *s;
+	u32 i;
+
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= ch->nr)
+			break;
+		s = bw_slot(ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)], now);
+		if (s && s->throttled)
+			return true;
+	}
+	return false;
+}
+
 /*
- * Charge @ran ns of @p's CPU time to its limited cgroups. True when one of
- * them is throttled now: the caller ends @p's slice.
+ * Charge the CPU time @p used since it was last charged to its limited
+ * cgroups. True when one of them is throttled now: the caller ends @p's
+ * slice. The time is the kernel's own account of it (sum_exec_runtime, what
+ * cpu.stat's usage_usec adds up), not ops.running..ops.stopping: that window
+ * misses the context switches around it, which under emulation made a 1%
+ * limit use 1.6% by cpu.stat.
  */
-static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 ran, u64 now)
+static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 now)
 {
 	struct bw_task *ch = bw_chain(p, bt);
 	struct bw_state *s;
 	struct bw_stat *st;
 	bool throttled = false;
+	u64 sum, ran;
 	u32 i, slot;
 	s64 left;
 
 	if (!ch)
 		return false;
+	sum = p->se.sum_exec_runtime;
+	ran = sum > ch->exec_seen ? sum - ch->exec_seen : 0;
+	ch->exec_seen = sum;
+	if (!ran)
+		return bw_throttled_now(ch, now);
 	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
 		if (i >= ch->nr)
 			break;
@@ -272,8 +329,10 @@ static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 ran, u64 no
 		if (st)
 			__sync_fetch_and_add(&st->usage_ns, ran);
 		left = __sync_fetch_and_add(&s->runtime_ns, -(s64)ran) - (s64)ran;
-		if (left < -(s64)(BW_MAX_DEBT_PERIODS * s->quota_ns))
-			s->runtime_ns = -(s64)(BW_MAX_DEBT_PERIODS * s->quota_ns);
+		if (left < -bw_max_debt(s)) {
+			STAT_ADD(bw_forgiven_ns, -bw_max_debt(s) - left);
+			s->runtime_ns = -bw_max_debt(s);
+		}
 		if (left <= 0)
 			bw_throttle(slot, s, now);
 		if (s->throttled)
@@ -289,7 +348,7 @@ static s32 bw_throttled_slot(struct task_struct *p, struct bw_task *bt, u64 now)
 	struct bw_state *s;
 	u32 i, slot;
 
-	if (!bw_nr_throttled || !(ch = bw_chain(p, bt)))
+	if (!bw_nr_throttled || !(ch = bw_chain(p, bt)) || task_dying(p) || task_freezing(p))
 		return -1;
 	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
 		if (i >= ch->nr)
@@ -320,6 +379,32 @@ static u64 bw_runtime_left(struct task_struct *p, struct bw_task *bt, u64 now)
 			left = s->runtime_ns > 0 ? s->runtime_ns : 0;
 	}
 	return left;
+}
+
+/* The expiry timer: preempt the task it was armed for if that task still runs here. */
+static int bw_expire_fn(void *map, int *key, struct bw_expiry *e)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	/* pinned: the timer runs on the CPU it was armed on, current is what runs there */
+	if (cur && cur->pid == e->pid)
+		scx_bpf_kick_cpu(*key, SCX_KICK_PREEMPT);
+	return 0;
+}
+
+/*
+ * ops.running: @p, limited, starts with a slice of @slice_ns cut to its
+ * runtime; make sure it stops then, not at the next tick.
+ */
+static void bw_arm_expiry(struct task_struct *p, s32 cpu, u64 slice_ns)
+{
+	struct bw_expiry *e;
+	u32 key = cpu;
+
+	if (!(e = bpf_map_lookup_elem(&bw_expiry, &key)))
+		return;
+	e->pid = p->pid;
+	bpf_timer_start(&e->timer, slice_ns, BPF_F_TIMER_CPU_PIN);
 }
 
 /* ops.enqueue: hold @p, whose cgroup @slot is throttled, until the slot's timer releases it. */
@@ -378,12 +463,25 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 	return 0;
 }
 
-/* ops.init: one holding queue and one timer per slot. */
+/* ops.init: one holding queue and one timer per slot, one expiry timer per CPU. */
 static s32 bw_init(void)
 {
+	struct bw_expiry *e;
 	struct bw_state *s;
 	u32 i;
 	s32 err;
+
+	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
+		if (i >= SCHEDBE_MAX_CPUS || !(e = bpf_map_lookup_elem(&bw_expiry, &i)))
+			break;
+		err = bpf_timer_init(&e->timer, &bw_expiry, CLOCK_MONOTONIC);
+		if (!err)
+			err = bpf_timer_set_callback(&e->timer, bw_expire_fn);
+		if (err) {
+			scx_bpf_error("failed to set up cpu.max expiry timer %u: %d", i, err);
+			return err;
+		}
+	}
 
 	bpf_for(i, 0, SCHEDBE_BW_MAX_SLOTS) {
 		err = scx_bpf_create_dsq(bw_dsq(i), -1);

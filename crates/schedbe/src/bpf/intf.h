@@ -47,6 +47,8 @@ struct cpu_stats {
 	u64 rt_rescues;		/* local queues of CPUs held by RT/DL sent back from another CPU */
 	u64 bw_holds;		/* cpu.max: tasks put in a throttled cgroup's holding queue */
 	u64 bw_releases;	/* cpu.max: held tasks released at a period boundary */
+	u64 bw_restarts;	/* cpu.max: a slot's limit (re)started with a full quota */
+	u64 bw_forgiven_ns;	/* cpu.max: overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
 };
 
 /* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */

@@ -600,6 +600,38 @@ static bool guard_rescue(s32 cpu)
 	return false;
 }
 
+static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now);
+
+/*
+ * Give @p a slice of @slice_ns on @cpu, cut to the runtime its cgroups have
+ * left under cpu.max, with the expiry timer armed for a cut slice (sched_ext
+ * checks slices only at ticks).
+ */
+static void fit_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 slice_ns)
+{
+	u64 left = bw_runtime_left(p, &tctx->bw, bpf_ktime_get_ns());
+
+	if (left >= slice_ns) {
+		if (p->scx.slice != slice_ns)
+			scx_bpf_task_set_slice(p, slice_ns);
+		return;
+	}
+	left = left > BW_MIN_SLICE_NS ? left : BW_MIN_SLICE_NS;
+	scx_bpf_task_set_slice(p, left);
+	bw_arm_expiry(p, cpu, left);
+}
+
+/* ops.dispatch: @prev keeps @cpu for another slice (ops.running is not called again). */
+static void keep_prev(struct task_struct *prev, s32 cpu, u64 slice_ns)
+{
+	struct task_ctx *tctx = bw_on ? task_ctx(prev) : NULL;
+
+	if (tctx)
+		fit_slice(prev, tctx, cpu, slice_ns);
+	else
+		scx_bpf_task_set_slice(prev, slice_ns);
+}
+
 static __always_inline bool is_be_task(struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -612,12 +644,19 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 	bool prev_be = prev && is_be_task(prev);
 	struct bpf_cpumask *be;
-	struct task_ctx *pctx;
+	struct task_ctx *pctx = prev_runnable && bw_on ? task_ctx(prev) : NULL;
+	u64 now;
 
-	/* cpu.max: a throttled prev does not keep the CPU (it is held at enqueue) */
-	if (prev_runnable && bw_nr_throttled && (pctx = task_ctx(prev)) &&
-	    bw_throttled_slot(prev, &pctx->bw, bpf_ktime_get_ns()) >= 0)
-		prev_runnable = false;
+	/*
+	 * cpu.max: charge a limited prev now (its expiry kick brought us here,
+	 * before ops.stopping charges it); a throttled prev does not keep the
+	 * CPU: it is held when it is enqueued.
+	 */
+	if (pctx && bw_chain(prev, &pctx->bw)) {
+		now = bpf_ktime_get_ns();
+		if (charge(prev, pctx, now) || bw_throttled_slot(prev, &pctx->bw, now) >= 0)
+			prev_runnable = false;
+	}
 
 	/* LC may be runnable everywhere, so the guard must go first or never run. */
 	if (guard_rescue(cpu))
@@ -633,7 +672,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 
 	/* An LC prev that is still runnable keeps the CPU over any BE task. */
 	if (prev_runnable && !prev_be) {
-		scx_bpf_task_set_slice(prev, lc_slice_ns);
+		keep_prev(prev, cpu, lc_slice_ns);
 		return;
 	}
 
@@ -648,7 +687,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	 * entry-check kick may have cleared.
 	 */
 	if (prev_runnable && prev_be) {
-		scx_bpf_task_set_slice(prev, be_slice_ns);
+		keep_prev(prev, cpu, be_slice_ns);
 		be = be_cpus;
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -660,16 +699,13 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	struct task_ctx *tctx = task_ctx(p);
 	struct bpf_cpumask *be = be_cpus;
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 left;
 
 	if (!tctx)
 		return;
 	tctx->started_at = bpf_ktime_get_ns();
 	tctx->run_start = tctx->started_at;
 	/* cpu.max: run no longer than the runtime the task's cgroups have left */
-	left = bw_runtime_left(p, &tctx->bw, tctx->started_at);
-	if (left < p->scx.slice)
-		scx_bpf_task_set_slice(p, left > BW_MIN_SLICE_NS ? left : BW_MIN_SLICE_NS);
+	fit_slice(p, tctx, cpu, p->scx.slice);
 	if (tctx->tier == TIER_BE) {
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -727,7 +763,7 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p));
 		acct_runnable(p, tctx, now);
 	}
-	return ran && bw_charge(p, &tctx->bw, ran, now);
+	return bw_charge(p, &tctx->bw, now);
 }
 
 void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)

@@ -1,0 +1,178 @@
+"""cpu.max enforced by schedbe (crates/schedbe/src/bpf/cpumax.bpf.h).
+
+The kernel's CFS bandwidth control does not apply to sched_ext tasks; schedbe
+enforces cpu.max itself. Every figure here is the kernel's own CPU accounting
+(cgroup cpu.stat usage_usec, /proc/PID/schedstat), which schedbe does not
+write; schedbe's own counters (its stats JSON) are only checked to be
+consistent with it.
+"""
+
+import json
+import time
+
+import pytest
+
+import schedbe_testlib as tl
+
+pytestmark = pytest.mark.vm
+
+PERIOD_S = 0.1
+WARM = 1.5          # new cgroups are picked up by the next rescan (1 s)
+WINDOW = 5.0
+TOL = 0.05          # acceptance: a limit holds within +-5%
+
+
+def hogs(rel, n):
+    return [tl.spawn(tl.BUSY_LOOP, cgroup=rel) for _ in range(n)]
+
+
+def cpus_used(rels, window):
+    """CPUs each cgroup used over `window` seconds (kernel cpu.stat)."""
+    u0 = [tl.cg_usage_usec(r) for r in rels]
+    t0 = time.monotonic()
+    time.sleep(window)
+    dt = time.monotonic() - t0
+    return [(tl.cg_usage_usec(r) - a) / 1e6 / dt for r, a in zip(rels, u0)]
+
+
+def last_stats(sched):
+    """The last JSON stats line `schedbe run --stats 1 --json` wrote."""
+    for line in reversed(sched.log_path.read_text().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"no stats line in {sched.log_path}")
+
+
+def stop_all(procs):
+    for p in procs:
+        tl.kill_proc(p)
+
+
+def test_quota_holds_and_unlimited_keep_the_rest():
+    """cpu.max 50000 100000 with 4 hogs: 0.50 CPU; an unlimited cgroup with 4
+    hogs beside it keeps what the limited one leaves (work conservation)."""
+    lim = tl.cg_create(f"{tl.TEST_CG}/lim", cpu_max="50000 100000")
+    free = tl.cg_create(f"{tl.TEST_CG}/free")
+    procs = []
+    with tl.Schedbe("--stats", 1, "--json", name="cpumax-quota") as sched:
+        try:
+            procs += hogs(lim, 4) + hogs(free, 4)
+            time.sleep(WARM)
+            used_lim, used_free = cpus_used([lim, free], WINDOW)
+            time.sleep(1.2)     # one more stats line, covering the window
+            st = last_stats(sched)
+            sched.check_running()
+        finally:
+            stop_all(procs)
+    rest = tl.NR_CPUS - used_lim
+    tl.log(f"cpumax: limited 0.50 -> {used_lim:.3f} CPUs; unlimited {used_free:.3f} of the {rest:.2f} left "
+           f"({used_free / rest:.3f}); schedbe's view: {st['cgroups']}")
+    assert abs(used_lim - 0.50) <= TOL * 0.50, f"limit 0.50 CPU not held: {used_lim:.3f}"
+    assert used_free >= 0.95 * rest, f"unlimited cgroup got {used_free:.3f} of {rest:.2f} CPUs left"
+    bw = st["cgroups"][f"/{lim}"]
+    assert (bw["quota_us"], bw["period_us"]) == (50000, 100000)
+    assert bw["nr_throttled"] >= 0.8 * WINDOW / PERIOD_S, bw     # throttled in (nearly) every period
+    assert bw["throttled_usec"] > 0 and bw["nr_periods"] >= bw["nr_throttled"], bw
+    assert f"/{free}" not in st["cgroups"], "an unlimited cgroup is reported as limited"
+
+
+def test_nested_limits():
+    """Parent 1 CPU, two children at 0.8 CPU each, 4 hogs in each child: the
+    parent holds 1 CPU and neither child exceeds 0.8."""
+    parent = tl.cg_create(f"{tl.TEST_CG}/parent", cpu_max="100000 100000")
+    kids = [tl.cg_create(f"{parent}/{k}", cpu_max="80000 100000") for k in ("a", "b")]
+    procs = []
+    with tl.Schedbe(name="cpumax-nested") as sched:
+        try:
+            procs += hogs(kids[0], 4) + hogs(kids[1], 4)
+            time.sleep(WARM)
+            used_p, used_a, used_b = cpus_used([parent] + kids, WINDOW)
+            sched.check_running()
+        finally:
+            stop_all(procs)
+    tl.log(f"cpumax: nested: parent {used_p:.3f} (limit 1.0), children {used_a:.3f} / {used_b:.3f} (limit 0.8 each)")
+    # The limit must hold (upper bound); the lower bound allows for the release
+    # of held tasks at each period boundary landing late under emulation.
+    assert 0.85 <= used_p <= 1.0 + TOL, f"parent limit 1.0 not held: {used_p:.3f}"
+    for u in (used_a, used_b):
+        assert u <= 0.8 * (1 + TOL), f"child above its 0.8 limit: {u:.3f}"
+
+
+@pytest.mark.parametrize("before,after,want", [("50000 100000", "20000 100000", 0.20),
+                                               ("max 100000", "30000 100000", 0.30)])
+def test_limit_changed_at_run_time(before, after, want):
+    """A limit written while schedbe runs holds from two periods later."""
+    rel = tl.cg_create(f"{tl.TEST_CG}/chg", cpu_max=before)
+    procs = []
+    with tl.Schedbe(name="cpumax-change") as sched:
+        try:
+            procs += hogs(rel, 4)
+            time.sleep(WARM + 0.5)
+            tl.cg_write(rel, "cpu.max", after)
+            time.sleep(2 * PERIOD_S)
+            (used,) = cpus_used([rel], 3.0)
+            sched.check_running()
+        finally:
+            stop_all(procs)
+    tl.log(f"cpumax: {before} -> {after}: {used:.3f} CPUs from two periods after the write (want {want})")
+    assert abs(used - want) <= 2 * TOL * want, f"{after} not in effect two periods after the write: {used:.3f}"
+
+
+def test_throttled_most_of_the_time_no_stall():
+    """60 s of cgroups whose every task is throttled 99% of the time (LC and
+    BE): no watchdog stall (the kernel log guard fails the test on one), and
+    the throttled BE cgroup, which LC does not starve, is never parked.
+
+    The 1% limit itself is held loosely here: under emulation the kernel's
+    cpu.stat shows 1.5-1.9% for it while schedbe charges ~1.1% of a CPU (an
+    open discrepancy, docs/results.md); the bound only checks that the
+    cgroups stay throttled nearly all the time."""
+    lc = tl.cg_create(f"{tl.TEST_CG}/lc1")
+    be = tl.cg_create(f"{tl.TEST_CG}/be1", cpu_idle=1)
+    procs = []
+    frozen = False
+    with tl.Schedbe(name="cpumax-60s") as sched:
+        try:
+            # limits after the hogs exec'd: an exec at 1% of a CPU takes seconds
+            procs += hogs(lc, 4) + hogs(be, 4)
+            for rel in (lc, be):
+                tl.cg_write(rel, "cpu.max", "1000 100000")
+            time.sleep(WARM)
+            u0 = [tl.cg_usage_usec(r) for r in (lc, be)]
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 60:
+                time.sleep(2)
+                frozen |= tl.cg_frozen(be)
+                sched.check_running()
+            dt = time.monotonic() - t0
+            used = [(tl.cg_usage_usec(r) - a) / 1e6 / dt for r, a in zip((lc, be), u0)]
+        finally:
+            stop_all(procs)
+    tl.log(f"cpumax: 60 s at 1% with 4 hogs each: LC {used[0]:.4f} CPUs, BE {used[1]:.4f} CPUs, BE parked: {frozen}")
+    assert not frozen, "a throttled BE cgroup was parked (throttling is not starvation)"
+    for u in used:
+        assert 0.005 <= u <= 0.03, f"a 1% cgroup used {u:.4f} CPUs"
+
+
+def test_cgroup_removed_while_throttled():
+    """Tasks moved out of a throttled cgroup, which is then removed, run again
+    within a period; nothing stays held."""
+    lim = tl.cg_create(f"{tl.TEST_CG}/gone")
+    dst = tl.cg_create(f"{tl.TEST_CG}/after")
+    procs = []
+    with tl.Schedbe(name="cpumax-rmdir") as sched:
+        try:
+            procs += hogs(lim, 2)
+            tl.cg_write(lim, "cpu.max", "1000 100000")
+            time.sleep(WARM)
+            for p in procs:
+                tl.cg_move(p.pid, dst)
+            tl.cg_path(lim).rmdir()
+            time.sleep(2 * PERIOD_S)
+            shares = [tl.share(p.pid, 2.0) for p in procs]
+            sched.check_running()
+        finally:
+            stop_all(procs)
+    tl.log(f"cpumax: hogs moved out of a throttled cgroup that was removed: {shares}")
+    for s in shares:
+        assert s >= 0.5, f"a task from the removed cgroup got {s:.3f} of a CPU"
