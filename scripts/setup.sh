@@ -13,10 +13,11 @@ fi
 # udev is not needed: scripts/vm.sh does not rely on the guest's virtio-port
 # symlinks, and installing it in a container can fail in its postinst.
 # python3-pytest runs the test suite (tests/), make runs the top-level targets,
-# systemd's systemd-analyze verifies the shipped unit (packaging/systemd).
+# systemd's systemd-analyze verifies the shipped unit (packaging/systemd),
+# python3-yaml reads the Kubernetes manifests in the tests (deploy/kubernetes).
 PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config kmod
       stress-ng busybox-static python3-venv python3-pytest python3-matplotlib
-      rt-tests util-linux procps make ca-certificates systemd)
+      python3-yaml rt-tests util-linux procps make ca-certificates systemd)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -72,6 +73,14 @@ if ! "$VENV/bin/vng" --version 2>/dev/null | grep -q "$VNG_VERSION"; then
     "$VENV/bin/pip" install -q "virtme-ng==$VNG_VERSION"
 fi
 ln -sf "$VENV/bin/vng" /usr/local/bin/vng
+
+# kubernetes-validate, pinned, in the same venv: it ships the Kubernetes JSON
+# schemas, so tests/test_deploy.py validates deploy/kubernetes/ offline.
+KV_VERSION=1.37.0
+if [[ $("$VENV/bin/kubernetes-validate" --version 2>/dev/null) != "$KV_VERSION" ]]; then
+    log "installing kubernetes-validate $KV_VERSION"
+    "$VENV/bin/pip" install -q "kubernetes-validate==$KV_VERSION"
+fi
 
 # Rust: installed with rustup on dev and CI machines (Debian's rustc is too old for
 # scx_utils). Say so clearly instead of failing later inside cargo.
