@@ -11,6 +11,7 @@ failure, so a broken testbed cannot pass silently.
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -21,6 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import schedbe_testlib as tl  # noqa: E402
 
 REQUIRE = os.environ.get("SCHEDBE_REQUIRE_SCX") == "1"
+
+# One hung test must fail itself, not eat the suite's whole VM timeout (the
+# guest is killed then, and no test after it reports anything). The longest
+# test takes ~6 min under emulation; override with SCHEDBE_TEST_TIMEOUT.
+TEST_TIMEOUT_S = int(os.environ.get("SCHEDBE_TEST_TIMEOUT", "900"))
+
+
+class TestTimeout(Exception):
+    pass
 
 
 def pytest_configure(config):
@@ -42,6 +52,23 @@ def _missing(item):
     if (item.get_closest_marker("vm") or item.get_closest_marker("cgroup")) and not _cgroup_ok():
         return "needs root and cgroup v2 with the cpu controller"
     return None
+
+
+def _on_alarm(signum, frame):
+    raise TestTimeout(f"test ran longer than {TEST_TIMEOUT_S} s (SCHEDBE_TEST_TIMEOUT): hung?")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """SIGALRM interrupts the test's blocking call with TestTimeout, so its own
+    cleanup (context managers: scheduler stop, process kill, thaw) still runs."""
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(TEST_TIMEOUT_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def pytest_runtest_setup(item):

@@ -72,7 +72,8 @@ def test_quota_holds_and_unlimited_keep_the_rest():
     bw = st["cgroups"][f"/{lim}"]
     assert (bw["quota_us"], bw["period_us"]) == (50000, 100000)
     assert bw["nr_throttled"] >= 0.8 * WINDOW / PERIOD_S, bw     # throttled in (nearly) every period
-    assert bw["throttled_usec"] > 0 and bw["nr_periods"] >= bw["nr_throttled"], bw
+    # a period is counted when it ends, a throttle when it starts: the current one may lead
+    assert bw["throttled_usec"] > 0 and bw["nr_periods"] + 1 >= bw["nr_throttled"], bw
     assert f"/{free}" not in st["cgroups"], "an unlimited cgroup is reported as limited"
 
 
@@ -127,16 +128,20 @@ def test_throttled_most_of_the_time_no_stall():
     cpu.stat shows 1.5-1.9% for it while schedbe charges ~1.1% of a CPU (an
     open discrepancy, docs/results.md); the bound only checks that the
     cgroups stay throttled nearly all the time."""
-    lc = tl.cg_create(f"{tl.TEST_CG}/lc1")
-    be = tl.cg_create(f"{tl.TEST_CG}/be1", cpu_idle=1)
+    stage = tl.cg_create(f"{tl.TEST_CG}/stage")
+    lc = tl.cg_create(f"{tl.TEST_CG}/lc1", cpu_max="1000 100000")
+    be = tl.cg_create(f"{tl.TEST_CG}/be1", cpu_max="1000 100000", cpu_idle=1)
     procs = []
     frozen = False
     with tl.Schedbe(name="cpumax-60s") as sched:
         try:
-            # limits after the hogs exec'd: an exec at 1% of a CPU takes seconds
-            procs += hogs(lc, 4) + hogs(be, 4)
-            for rel in (lc, be):
-                tl.cg_write(rel, "cpu.max", "1000 100000")
+            # Exec'd elsewhere, then moved: an exec at 1% of a CPU takes seconds,
+            # and a child that joins a cgroup before its exec would hang spawn()
+            # if that cgroup got parked meanwhile.
+            procs += hogs(stage, 8)
+            time.sleep(WARM)
+            for i, p in enumerate(procs):
+                tl.cg_move(p.pid, lc if i < 4 else be)
             time.sleep(WARM)
             u0 = [tl.cg_usage_usec(r) for r in (lc, be)]
             t0 = time.monotonic()
@@ -157,13 +162,15 @@ def test_throttled_most_of_the_time_no_stall():
 def test_cgroup_removed_while_throttled():
     """Tasks moved out of a throttled cgroup, which is then removed, run again
     within a period; nothing stays held."""
-    lim = tl.cg_create(f"{tl.TEST_CG}/gone")
+    lim = tl.cg_create(f"{tl.TEST_CG}/gone", cpu_max="1000 100000")
     dst = tl.cg_create(f"{tl.TEST_CG}/after")
     procs = []
     with tl.Schedbe(name="cpumax-rmdir") as sched:
         try:
-            procs += hogs(lim, 2)
-            tl.cg_write(lim, "cpu.max", "1000 100000")
+            procs += hogs(dst, 2)
+            time.sleep(WARM)
+            for p in procs:
+                tl.cg_move(p.pid, lim)
             time.sleep(WARM)
             for p in procs:
                 tl.cg_move(p.pid, dst)

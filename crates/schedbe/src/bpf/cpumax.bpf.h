@@ -276,20 +276,21 @@ static void bw_unthrottle(u32 slot, struct bw_state *s, u64 now)
 	}
 }
 
-/* Is a slot of chain @ch throttled? */
-static bool bw_throttled_now(struct bw_task *ch, u64 now)
+/* The first throttled slot of chain @ch, or -1. */
+static s32 bw_first_throttled(struct bw_task *ch, u64 now)
 {
 	struct bw_state *s;
-	u32 i;
+	u32 i, slot;
 
 	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
 		if (i >= ch->nr)
 			break;
-		s = bw_slot(ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)], now);
+		slot = ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
+		s = bw_slot(slot, now);
 		if (s && s->throttled)
-			return true;
+			return slot;
 	}
-	return false;
+	return -1;
 }
 
 /*
@@ -316,7 +317,7 @@ static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 now)
 	ran = sum > ch->exec_seen ? sum - ch->exec_seen : 0;
 	ch->exec_seen = sum;
 	if (!ran)
-		return bw_throttled_now(ch, now);
+		return bw_first_throttled(ch, now) >= 0;
 	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
 		if (i >= ch->nr)
 			break;
@@ -341,24 +342,14 @@ static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 now)
 	return throttled;
 }
 
-/* The slot of the first throttled cgroup of @p's chain, or -1. */
+/* The slot of the first throttled cgroup of @p's chain, or -1 (dying and freezing tasks: -1). */
 static s32 bw_throttled_slot(struct task_struct *p, struct bw_task *bt, u64 now)
 {
 	struct bw_task *ch;
-	struct bw_state *s;
-	u32 i, slot;
 
 	if (!bw_nr_throttled || !(ch = bw_chain(p, bt)) || task_dying(p) || task_freezing(p))
 		return -1;
-	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
-		if (i >= ch->nr)
-			break;
-		slot = ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
-		s = bw_slot(slot, now);
-		if (s && s->throttled)
-			return slot;
-	}
-	return -1;
+	return bw_first_throttled(ch, now);
 }
 
 /* The runtime @p's most limited cgroup has left; U64_MAX when none limits it. */

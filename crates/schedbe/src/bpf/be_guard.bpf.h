@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Housekeeping of the BE queues (see main.bpf.c, "no stall" and "parking"):
+ * the starvation guard, the starved-task reports parking acts on, and the
+ * rescue of queued BE tasks that are LC now. Run from ops.dispatch, at most
+ * once per guard interval per CPU.
+ *
+ * The includer defines task_ctx(), be_dsq(), sched_as_be(), task_cgid(),
+ * STAT_ADD, and the tunables park_after_ns, starvation_limit_ns,
+ * guard_interval_ns, guard_slice_ns, lc_slice_ns, nr_llcs.
+ */
+#ifndef __SCHEDBE_BE_GUARD_BPF_H
+#define __SCHEDBE_BE_GUARD_BPF_H
+
+/* Per-CPU: next time this CPU may run the starvation guard. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} guard_next SEC(".maps");
+
+/*
+ * cgroup id -> when one of its BE tasks was last seen starved (runnable for a
+ * whole park_after_ns window with less than 1/32 of it on a CPU). Userspace
+ * reads and deletes the entries.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u64);
+	__type(value, u64);
+} starved_cgrps SEC(".maps");
+
+/*
+ * Has @limit passed between @since and @now? Signed: a task enqueued on
+ * another CPU after @now was read has @since > @now, which must read as "no
+ * wait yet", not as an unsigned wrap to a huge wait.
+ */
+static __always_inline bool waited(u64 now, u64 since, u64 limit)
+{
+	return (s64)(now - since) >= (s64)limit;
+}
+
+/* Tell userspace that @p's cgroup has a starved BE task (see "parking"). */
+static void report_starved(struct task_struct *p, u64 now)
+{
+	u64 cgid = task_cgid(p);
+
+	if (bpf_map_lookup_elem(&starved_cgrps, &cgid))
+		return;	/* already reported, userspace has not read it yet */
+	bpf_map_update_elem(&starved_cgrps, &cgid, &now, BPF_ANY);
+	STAT_ADD(starved_reports, 1);
+}
+
+/*
+ * Housekeeping of the BE queues, at most once per guard interval per CPU:
+ *  - a queued BE task that is no longer BE (cpu.idle=0 written, moved to an
+ *    LC cgroup, policy changed, killed, or being frozen) is moved to this CPU
+ *    and runs now; it is reclassified at its next enqueue. Without this it
+ *    would sit in the BE queue behind LC until a guard slice.
+ *  - parking: BE tasks starved over a park_after_ns window are reported.
+ *  - starvation guard: one BE task queued longer than the limit gets a short
+ *    slice on this CPU.
+ */
+static bool guard_rescue(s32 cpu)
+{
+	u64 now = bpf_ktime_get_ns(), *next;
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u32 zero = 0, i;
+	bool starving;
+
+	next = bpf_map_lookup_elem(&guard_next, &zero);
+	if (!next || time_before(now, *next))
+		return false;
+	*next = now + guard_interval_ns;
+
+	bpf_for(i, 0, nr_llcs) {
+		bpf_for_each(scx_dsq, p, be_dsq(i), 0) {
+			tctx = task_ctx(p);
+			if (!tctx)
+				continue;
+			if (park_after_ns && tctx->starve_since &&
+			    waited(now, tctx->starve_since, park_after_ns)) {
+				if (tctx->starve_ran < park_after_ns / SCHEDBE_STARVED_DIV)
+					report_starved(p, now);
+				/* next window */
+				tctx->starve_since = now;
+				tctx->starve_ran = 0;
+			}
+			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			starving = waited(now, tctx->enq_at, starvation_limit_ns);
+			if (!starving && sched_as_be(p))
+				continue;
+			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
+			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+				if (starving) {
+					tctx->guarded = 1;
+					STAT_ADD(guard_slices, 1);
+				} else if (task_freezing(p)) {
+					STAT_ADD(freeze_boosts, 1);
+				} else {
+					STAT_ADD(requeued_lc, 1);
+				}
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+#endif /* __SCHEDBE_BE_GUARD_BPF_H */
