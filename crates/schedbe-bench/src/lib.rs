@@ -17,6 +17,8 @@
 //! - `runner`: one configuration, one repetition
 //! - `experiment`: srv-bg, weight-sweep, overload, lc-alone
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
+//! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
+//!   write for a spec of pods (both cgroup drivers), emulated without kubelet
 //! - `report`: aggregation, markdown summary, CSVs
 //!
 //! The helpers are this same binary re-executed (`current_exe() bench
@@ -29,6 +31,7 @@ pub mod client;
 pub mod configs;
 pub mod endpoint;
 pub mod experiment;
+pub mod kubepods;
 pub mod load;
 pub mod park;
 pub mod proto;
@@ -65,6 +68,10 @@ pub enum BenchCmd {
     /// A BE job serving a client over TCP is parked for minutes by an LC
     /// antagonist, then resumes and answers correctly (papers: parked-kubernetes)
     ParkResume(park::ParkArgs),
+    /// Build (apply) or remove (delete) the cgroup tree kubelet and the OCI
+    /// runtime write for a TOML spec of pods, with either cgroup driver, and
+    /// print each cgroup's cpu.weight and cpu.max (docs/kubernetes.md)
+    Pods(kubepods::PodsArgs),
     /// Measure the spin loop's speed here and print it (JSON)
     Calibrate {
         #[arg(long, default_value_t = 11)]
@@ -125,6 +132,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::Client(a) => client::run(a),
         BenchCmd::BeWorker(a) => be::run(a),
         BenchCmd::ParkResume(a) => park::run(a),
+        BenchCmd::Pods(a) => kubepods::cli(a),
         BenchCmd::JobServer(a) => park::job_server(a),
     }
 }
