@@ -423,10 +423,12 @@ class Schedbe:
 
 # ------------------------------------------------------------------ the tracer
 
-def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None):
+def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=()):
     argv = ["chrt", "-f", "50", str(SCHEDBE), "trace", "--duration", str(duration)]
     for p in be_cgroups:
         argv += ["--be-cgroup", p]
+    for p in cgroups:
+        argv += ["--cgroup", p]
     if output:
         argv += ["--output", str(output)]
     if per_task:
@@ -436,13 +438,15 @@ def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=Non
     return argv
 
 
-def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, grace_us=None):
+def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, grace_us=None,
+              cgroups=()):
     """Run `schedbe trace` (as SCHED_FIFO, so the load cannot starve it) and return
-    its JSON report, also saved as results/tmp/tests/<name>.json."""
+    its JSON report, also saved as results/tmp/tests/<name>.json. `cgroups`:
+    cgroups (relative to the v2 root) to report per-cgroup figures for."""
     out = results_dir() / f"{name}.json"
     with contextlib.suppress(FileNotFoundError):
         out.unlink()
-    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us)
+    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups)
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=duration + timeout_extra)
     if r.returncode != 0:

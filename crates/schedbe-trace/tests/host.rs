@@ -162,10 +162,18 @@ fn classifies_and_accounts_real_workloads() {
     };
     std::thread::sleep(Duration::from_millis(300));
 
+    // --cgroup: the pattern cgroup (always in the v2 hierarchy) and, on
+    // unified hosts, the LC one
+    let lc_name = format!("sbt-test-lc-{tag}");
+    let mut per_cgroup = vec![pat_name.clone()];
+    if cpu_root == cg2 {
+        per_cgroup.push(lc_name.clone());
+    }
     let args = TraceArgs {
         duration: 2.0,
         per_task: true,
         be_cgroups: vec![pat_name.clone()],
+        cgroups: per_cgroup.clone(),
         ..Default::default()
     };
     let r = run(&args).expect("tracer runs");
@@ -231,6 +239,23 @@ fn classifies_and_accounts_real_workloads() {
     let row = lc_row.expect("LC worker row");
     assert!(row.comm.starts_with("stress-ng"), "comm {:?}", row.comm);
     assert!(row.run_ns > 0);
+
+    // Per cgroup: the histogram covers the window and adds up to the CPU time.
+    for key in &per_cgroup {
+        let c = &r.cgroups[key];
+        eprintln!("cgroup {key}: {c:?}");
+        let window_ms = r.duration_ns as f64 / 1e6;
+        let sum: f64 = c.time_at_cpus_ms.iter().sum();
+        assert!((sum - window_ms).abs() < 1e-3, "{key}: {sum} ms vs {window_ms} ms");
+        assert_eq!(c.time_at_cpus_ms.len(), c.max_cpus as usize + 1, "{key}");
+        let cpu: f64 = c.time_at_cpus_ms.iter().enumerate().map(|(k, t)| k as f64 * t).sum();
+        assert!((cpu - c.cpu_time_ms.total).abs() < 1e-3, "{key}: {cpu} vs {:?}", c.cpu_time_ms);
+        assert!(c.max_cpus >= 1 && c.max_cpus as usize <= r.nr_cpus, "{key}");
+    }
+    // stress-ng -c 1: one worker and a mostly sleeping parent, all BE by pattern
+    let c = &r.cgroups[&pat_name];
+    assert!(c.max_cpus <= 2, "{c:?}");
+    assert!(c.cpu_time_ms.be > 0.0 && c.cpu_time_ms.lc == 0.0, "{c:?}");
 
     let sched_ext =
         fs::read_to_string("/sys/kernel/sched_ext/state").is_ok_and(|s| s.trim() == "enabled");

@@ -4,12 +4,13 @@
  *
  * Works under any scheduler (EEVDF, schedbe, another sched_ext scheduler):
  * it only attaches to the core scheduler tracepoints and never reads a
- * scheduler's own state. The userspace side (src/replay.rs) rebuilds, from
+ * scheduler's own state. The userspace side (src/replay/) rebuilds, from
  * the events below, which task occupied each CPU and which tasks were
  * runnable but waiting, and measures inversions from that.
  *
  * What is recorded, one compact record per event into a ring buffer:
- *   sched_switch       ts, cpu, prev pid, next pid, tier of next, and, when
+ *   sched_switch       ts, cpu, prev pid, next pid, tier of next (and, with
+ *                      --cgroup, next's cgroup v2 id), and, when
  *                      prev stays runnable (preempted: preempt || prev_state
  *                      == TASK_RUNNING), prev's tier and allowed-CPU mask,
  *                      because prev then starts waiting; TASK_DEAD is flagged.
@@ -25,16 +26,21 @@
  *   sched_wakeup_new   pid, tier, mask: a new task is runnable.
  *   sched_migrate_task pid, dest cpu, mask: keeps the mask of a waiting task
  *                      current when its affinity changes.
- *   task iterator      a one-shot snapshot at start (the task on each CPU, and
- *                      queued-but-not-running tasks) so the window does not
- *                      start blind: tasks already waiting before tracing
- *                      started are known.
+ *   task iterator      a one-shot snapshot at start (the task on each CPU, with
+ *                      its cgroup id under --cgroup, and queued-but-not-running
+ *                      tasks) so the window does not start blind: tasks
+ *                      already running or waiting before tracing started are
+ *                      known.
  *
  * Tiers are computed here, at the event, with the shared rules of
  * schedbe-cgroup/bpf/tier.bpf.h (SCHED_IDLE, cpu.idle, be_cgroups, which this
  * program's own userspace fills) plus: pid 0 is idle, SCHED_FIFO/RR/DEADLINE
  * are "other" (above both tiers). Only what the replay needs is computed: the
  * tier of a task that starts running or starts waiting.
+ *
+ * cgroup ids (--cgroup) are recorded raw, for the task that starts running;
+ * userspace maps them to the requested cgroups (a subtree walk), so no
+ * ancestor walk happens here.
  *
  * Kept small on purpose: every handler runs in the scheduler's hot path with
  * IRQs off. No per-task state here; all reasoning happens in userspace.
@@ -64,6 +70,7 @@ _Static_assert(__builtin_offsetof(struct sbt_event, mask) == TRACE_EVENT_HDR_SIZ
 /* Set by userspace before load. */
 const volatile u32 mask_words = 1;	/* ceil(nr_cpu_ids / 64), <= TRACE_MASK_WORDS */
 const volatile bool record_comm;	/* --per-task: keep pid -> comm in comms */
+const volatile bool record_cgroup;	/* --cgroup: fill sbt_event.cgid */
 
 /* Flipped by userspace once every program is attached, so all start together. */
 volatile u32 tracing_on;
@@ -108,6 +115,15 @@ static __always_inline bool task_is_be(struct task_struct *p)
 	if (nr_be_cgroups)
 		return tier_task_is_be(p);
 	return BPF_CORE_READ(p, policy) == SCHEDBE_SCHED_IDLE || tier_tg_idle(p);
+}
+
+/*
+ * The task's cgroup v2 cgroup id (kernfs node id, the directory's inode
+ * number). Four probe reads; 0 if any pointer on the way is unreadable.
+ */
+static __always_inline u64 task_cgid(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 }
 
 static __always_inline u8 tier_of(struct task_struct *p)
@@ -157,6 +173,7 @@ static __always_inline struct sbt_event *reserve(u8 type)
 	e->flags = 0;
 	e->nr_words = 0;
 	e->aux = 0;
+	e->cgid = 0;
 	return e;
 }
 
@@ -205,6 +222,9 @@ int BPF_PROG(tr_switch, bool preempt, struct task_struct *prev,
 	e->prev_pid = prev->pid;
 	e->pid = next->pid;
 	e->tier = tier_of(next);
+	/* the idle task is never in a requested cgroup: skip the reads */
+	if (record_cgroup && e->pid)
+		e->cgid = task_cgid(next);
 	/*
 	 * A preempted prev stays on its runqueue: it waits from now on. The idle
 	 * task never waits. prev_state is what __schedule() acted on (it is reset
@@ -330,6 +350,8 @@ int tr_snapshot(struct bpf_iter__task *ctx)
 	e->tier = tier_of(p);
 	if (type == TEV_INIT_RUNNABLE)
 		fill_mask(e, p);
+	else if (record_cgroup)
+		e->cgid = task_cgid(p);
 	submit(e);
 	return 0;
 }

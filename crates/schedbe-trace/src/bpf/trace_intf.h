@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Interface between the tracer's BPF side (trace.bpf.c) and its userspace
- * (src/lib.rs, src/replay.rs). Plain C types only: bindgen turns this header
- * into Rust (trace_intf.rs) without vmlinux.h.
+ * (src/decode.rs reads the records, src/run.rs sets the rodata). Plain C
+ * types only: bindgen turns this header into Rust (trace_intf.rs) without
+ * vmlinux.h.
  */
 #ifndef __SCHEDBE_TRACE_INTF_H
 #define __SCHEDBE_TRACE_INTF_H
@@ -14,7 +15,7 @@
  */
 #define TRACE_MASK_WORDS	16
 /* Bytes before mask[]: an event is TRACE_EVENT_HDR_SIZE + 8 * nr_words long. */
-#define TRACE_EVENT_HDR_SIZE	32
+#define TRACE_EVENT_HDR_SIZE	40
 #define TRACE_COMM_LEN		16
 
 enum sbt_event_type {
@@ -51,6 +52,12 @@ struct sbt_event {
 	unsigned char		flags;		/* enum sbt_event_flags */
 	unsigned int		nr_words;	/* mask words present in mask[] */
 	unsigned int		aux;		/* MIGRATE: dest cpu; wakeups, INIT_*: task_cpu() */
+	/*
+	 * cgroup v2 id (kernfs node id == directory inode) of pid, recorded only
+	 * with record_cgroup (--cgroup) and only for SWITCH (next) and INIT_CURR;
+	 * 0 otherwise.
+	 */
+	unsigned long long	cgid;
 	/* allowed CPUs of pid (SWITCH: of prev, when runnable), CPU i = bit i % 64 of word i / 64 */
 	unsigned long long	mask[TRACE_MASK_WORDS];
 };

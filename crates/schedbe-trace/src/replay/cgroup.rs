@@ -1,0 +1,164 @@
+//! Per-cgroup CPU concurrency (`--cgroup`): how many CPUs run tasks of each
+//! requested cgroup (or of a descendant) at the same time, and their CPU
+//! time.
+//!
+//! The requested cgroups are numbered 0.. (at most [`MAX_CGROUPS`]); a
+//! [`CgroupSet`] is a bit set of them. The caller maps raw cgroup ids to the
+//! requested cgroups they belong to ([`Replay::map_cgroup`]): a cgroup in the
+//! subtree of requested cgroup `i` has bit `i`, so hierarchy is resolved
+//! there, once per cgroup, and the replay only looks ids up.
+//!
+//! Each CPU's occupant carries the set of the task it runs, taken from the
+//! cgroup id recorded when the task was switched in (or found running by the
+//! snapshot). Every time an occupant changes, the affected cgroups'
+//! "CPUs running it" counters change and the time spent at the previous
+//! count is settled, clipped to the window.
+
+use std::collections::HashMap;
+
+use super::state::Occ;
+use super::{CgroupStats, Replay, Tier};
+
+/// Bit `i`: requested cgroup `i`.
+pub type CgroupSet = u64;
+
+/// How many cgroups one replay can follow (bits of a [`CgroupSet`]).
+pub const MAX_CGROUPS: usize = CgroupSet::BITS as usize;
+
+#[derive(Clone, Debug, Default)]
+struct Group {
+    /// CPUs whose occupant is in this cgroup, now.
+    running: u32,
+    /// `time_at` is settled up to here.
+    since: u64,
+    /// `time_at[k]`: time in the window with exactly `k` CPUs running it.
+    time_at: Vec<u64>,
+    lc_ns: u64,
+    be_ns: u64,
+    other_ns: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct Cgroups {
+    /// cgroup id -> requested cgroups it is in. Ids not here are in none.
+    members: HashMap<u64, CgroupSet>,
+    groups: Vec<Group>,
+    window_start: u64,
+    window_end: u64,
+}
+
+impl Cgroups {
+    pub(super) fn new(n: usize, window_start: u64, window_end: u64) -> Self {
+        assert!(n <= MAX_CGROUPS, "at most {MAX_CGROUPS} cgroups");
+        Cgroups {
+            members: HashMap::new(),
+            groups: vec![Group::default(); n],
+            window_start,
+            window_end,
+        }
+    }
+
+    /// The requested cgroups cgroup `id` is in (0: none, or not recorded).
+    pub(super) fn set_of(&self, id: u64) -> CgroupSet {
+        if id == 0 || self.groups.is_empty() {
+            return 0;
+        }
+        self.members.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Settle group `g`'s histogram up to `now`.
+    fn settle(&mut self, g: usize, now: u64) {
+        let (ws, we) = (self.window_start, self.window_end);
+        let gr = &mut self.groups[g];
+        let a = gr.since.max(ws);
+        let b = now.min(we);
+        if b > a {
+            let k = gr.running as usize;
+            if gr.time_at.len() <= k {
+                gr.time_at.resize(k + 1, 0);
+            }
+            gr.time_at[k] += b - a;
+        }
+        gr.since = gr.since.max(now);
+    }
+
+    /// A CPU's occupant changes at `now` from one in `old` to one in `new`.
+    fn change(&mut self, old: CgroupSet, new: CgroupSet, now: u64) {
+        for (set, up) in [(old & !new, false), (new & !old, true)] {
+            let mut m = set;
+            while m != 0 {
+                let g = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if g >= self.groups.len() {
+                    continue;
+                }
+                self.settle(g, now);
+                let r = &mut self.groups[g].running;
+                *r = if up { *r + 1 } else { r.saturating_sub(1) };
+            }
+        }
+    }
+
+    /// `d` ns (already clipped to the window) of a `tier` task in `set` on a CPU.
+    pub(super) fn charge(&mut self, set: CgroupSet, tier: Tier, d: u64) {
+        let mut m = set;
+        while m != 0 {
+            let g = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let Some(gr) = self.groups.get_mut(g) else {
+                continue;
+            };
+            match tier {
+                Tier::Lc => gr.lc_ns += d,
+                Tier::Be => gr.be_ns += d,
+                Tier::Other => gr.other_ns += d,
+                Tier::Idle => {}
+            }
+        }
+    }
+
+    /// Close the window: one [`CgroupStats`] per requested cgroup.
+    pub(super) fn finish(&mut self) -> Vec<CgroupStats> {
+        let end = self.window_end;
+        (0..self.groups.len())
+            .map(|g| {
+                self.settle(g, end);
+                let gr = &self.groups[g];
+                // the most CPUs held for a non-zero time: simultaneous events
+                // (a hand-over at the same nanosecond) do not count
+                let max = gr.time_at.iter().rposition(|&t| t > 0).unwrap_or(0);
+                let mut time_at = gr.time_at.clone();
+                time_at.resize(max + 1, 0);
+                CgroupStats {
+                    max_cpus: max as u32,
+                    lc_ns: gr.lc_ns,
+                    be_ns: gr.be_ns,
+                    other_ns: gr.other_ns,
+                    time_at_cpus_ns: time_at,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Replay {
+    /// Cgroup `id` is in the requested cgroups `set` (bit `i`: the `i`-th of
+    /// `ReplayConfig::nr_cgroups`; a descendant has the bits of its requested
+    /// ancestors). Applies to events processed from now on: call it before
+    /// pushing events that carry `id`. Unmapped ids are in none.
+    pub fn map_cgroup(&mut self, id: u64, set: CgroupSet) {
+        if id != 0 {
+            self.cgroups.members.insert(id, set);
+        }
+    }
+
+    /// Replace CPU `c`'s occupant at `now`, keeping the per-cgroup counts.
+    pub(super) fn set_occupant(&mut self, c: usize, occ: Option<Occ>, now: u64) {
+        let old = self.cpus[c].occ.map_or(0, |o| o.cgroups);
+        let new = occ.map_or(0, |o| o.cgroups);
+        if old != new {
+            self.cgroups.change(old, new, now);
+        }
+        self.cpus[c].occ = occ;
+    }
+}

@@ -1,0 +1,86 @@
+//! The replay's internal state: what occupies each CPU, what each task is
+//! doing, and the reorder buffer's ordering.
+
+use super::{CgroupSet, CpuMask, CpuStats, Event, Pid, Tier};
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Occ {
+    pub(super) pid: Pid,
+    pub(super) tier: Tier,
+    pub(super) since: u64,
+    /// Requested cgroups the task is in, as of its switch-in.
+    pub(super) cgroups: CgroupSet,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct CpuState {
+    pub(super) occ: Option<Occ>,
+    /// Accounted up to here.
+    pub(super) seg: u64,
+    /// Has a sched_switch been seen here (then the snapshot is stale for it).
+    pub(super) switched: bool,
+    pub(super) stats: CpuStats,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TState {
+    Unknown,
+    Sleeping,
+    Running(u32),
+    Waiting,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Task {
+    pub(super) tier: Option<Tier>,
+    pub(super) state: TState,
+    /// Waiting since (valid in TState::Waiting).
+    pub(super) since: u64,
+    pub(super) mask: CpuMask,
+    /// A sched_waking seen while the task was on a CPU (see module docs).
+    pub(super) pending: Option<(Tier, CpuMask)>,
+    /// Runqueue CPU, as far as the events tell.
+    pub(super) last_cpu: Option<u32>,
+    pub(super) run_ns: u64,
+    pub(super) wait_ns: u64,
+    pub(super) inversion_ns: u64,
+}
+
+impl Default for Task {
+    fn default() -> Self {
+        Task {
+            tier: None,
+            state: TState::Unknown,
+            since: 0,
+            mask: CpuMask::ALL,
+            pending: None,
+            last_cpu: None,
+            run_ns: 0,
+            wait_ns: 0,
+            inversion_ns: 0,
+        }
+    }
+}
+
+/// Orders the reorder buffer by (timestamp, arrival).
+pub(super) struct Queued {
+    pub(super) ts: u64,
+    pub(super) seq: u64,
+    pub(super) ev: Event,
+}
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.ts, self.seq) == (o.ts, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.ts, self.seq).cmp(&(o.ts, o.seq))
+    }
+}

@@ -1,0 +1,121 @@
+//! The replay's output: time accounting per CPU and per task, wait
+//! distribution, diagnostics.
+
+use serde::{Deserialize, Serialize};
+
+use super::Pid;
+use super::Tier;
+
+/// Time accounting of one CPU (or all CPUs), in nanoseconds, within the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuStats {
+    /// Time this CPU was observed (sum of the four tiers).
+    pub cpu_ns: u64,
+    pub lc_ns: u64,
+    pub be_ns: u64,
+    pub idle_ns: u64,
+    pub other_ns: u64,
+    /// Running BE while an LC task allowed here had waited more than the grace period.
+    pub inversion_ns: u64,
+    /// The part of `inversion_ns` during which that LC task (the longest
+    /// waiting one allowed here) sat on another CPU's runqueue: queued where
+    /// something else held it up while this CPU ran BE.
+    #[serde(default)]
+    pub inversion_elsewhere_ns: u64,
+    /// Idle while an LC task allowed here had waited more than the grace period.
+    pub idle_while_lc_waits_ns: u64,
+    /// Time LC tasks spent waiting; a wait is attributed to the CPU it ended on
+    /// (or, if still open at the end, to the task's runqueue CPU).
+    pub lc_wait_ns: u64,
+    /// Completed LC waits that ended (task switched in) on this CPU in the window.
+    pub lc_waits: u64,
+}
+
+impl CpuStats {
+    pub fn add(&mut self, o: &CpuStats) {
+        self.cpu_ns += o.cpu_ns;
+        self.lc_ns += o.lc_ns;
+        self.be_ns += o.be_ns;
+        self.idle_ns += o.idle_ns;
+        self.other_ns += o.other_ns;
+        self.inversion_ns += o.inversion_ns;
+        self.inversion_elsewhere_ns += o.inversion_elsewhere_ns;
+        self.idle_while_lc_waits_ns += o.idle_while_lc_waits_ns;
+        self.lc_wait_ns += o.lc_wait_ns;
+        self.lc_waits += o.lc_waits;
+    }
+}
+
+/// Distribution of completed LC waits, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitSummary {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskStats {
+    pub pid: Pid,
+    pub tier: Option<Tier>,
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    /// Inversion charged to this task: CPU time other tasks ran BE on a CPU
+    /// it was allowed on while it was the longest waiting LC task there.
+    pub inversion_ns: u64,
+}
+
+/// Signs of trouble in the event stream; all zero on a healthy run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// Events that arrived later than the reorder window allowed (processed at
+    /// the current replay time).
+    pub late_events: u64,
+    /// How far behind the replay the latest of them was, in nanoseconds.
+    pub max_lateness_ns: u64,
+    /// sched_switch whose prev was not the task the replay had on that CPU,
+    /// or whose next was running elsewhere: around the start-up snapshot,
+    /// after dropped events, or when the kernel did not report a switch (the
+    /// time in between is charged to the last known occupant).
+    pub inconsistent_switches: u64,
+    /// sched_wakeup for a task that was neither running nor known to be waiting.
+    pub wakeups_without_waking: u64,
+    /// Events naming a CPU outside the possible range.
+    pub bad_cpu_events: u64,
+}
+
+/// CPU concurrency of one requested cgroup (its tasks and its descendants'),
+/// within the window.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupStats {
+    /// The most CPUs that ran its tasks at the same time, for a non-zero time
+    /// (`time_at_cpus_ns.len() - 1`).
+    pub max_cpus: u32,
+    /// CPU time of its tasks, by the tier they had when switched in.
+    pub lc_ns: u64,
+    pub be_ns: u64,
+    pub other_ns: u64,
+    /// `time_at_cpus_ns[k]`: time with exactly `k` CPUs running its tasks,
+    /// `k = 0..=max_cpus`; sums to the window length.
+    pub time_at_cpus_ns: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplayResult {
+    /// (cpu, stats) for every online CPU, and any other CPU that was observed.
+    pub per_cpu: Vec<(u32, CpuStats)>,
+    pub totals: CpuStats,
+    pub lc_wait: WaitSummary,
+    /// LC tasks still waiting at the end of the window.
+    pub lc_waits_open_at_end: u64,
+    /// Tasks with run or wait time in the window, most CPU time first.
+    pub tasks: Vec<TaskStats>,
+    pub events_processed: u64,
+    pub diag: Diagnostics,
+    /// (grace period, total inversion with it), for `extra_graces_ns`.
+    pub inversion_by_grace: Vec<(u64, u64)>,
+    /// One per requested cgroup (`ReplayConfig::nr_cgroups`), in order.
+    pub cgroups: Vec<CgroupStats>,
+}

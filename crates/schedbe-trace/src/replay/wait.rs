@@ -1,0 +1,108 @@
+//! Task state transitions around waiting: a task starts waiting, its tier,
+//! mask or runqueue changes while it waits, it is switched in.
+
+use super::state::TState;
+use super::{CpuMask, Pid, Replay, Tier};
+
+impl Replay {
+    pub(super) fn start_wait(
+        &mut self,
+        pid: Pid,
+        now: u64,
+        since: u64,
+        tier: Tier,
+        mask: CpuMask,
+        cpu: Option<u32>,
+    ) {
+        if self.task(pid).state == TState::Waiting {
+            self.update_waiter(pid, now, Some(tier), Some(mask));
+            if let Some(c) = cpu {
+                self.set_queue_cpu(pid, c, now);
+            }
+            return;
+        }
+        if tier == Tier::Lc {
+            self.advance_be_idle(now);
+            self.lc_waiting.insert((since, pid));
+        }
+        let t = self.task(pid);
+        t.state = TState::Waiting;
+        t.since = since;
+        t.tier = Some(tier);
+        t.mask = mask;
+        if cpu.is_some() {
+            t.last_cpu = cpu;
+        }
+    }
+
+    /// Tier and/or mask of an already waiting task changed.
+    pub(super) fn update_waiter(&mut self, pid: Pid, now: u64, tier: Option<Tier>, mask: Option<CpuMask>) {
+        let (since, old_tier, old_mask_differs) = {
+            let t = &self.tasks[&pid];
+            (t.since, t.tier, mask.as_ref().is_some_and(|m| *m != t.mask))
+        };
+        let new_tier = tier.or(old_tier);
+        let was_lc = old_tier == Some(Tier::Lc);
+        let is_lc = new_tier == Some(Tier::Lc);
+        if (was_lc || is_lc) && (was_lc != is_lc || old_mask_differs) {
+            self.advance_be_idle(now);
+        }
+        if was_lc && !is_lc {
+            self.lc_waiting.remove(&(since, pid));
+        } else if !was_lc && is_lc {
+            self.lc_waiting.insert((since, pid));
+        }
+        let t = self.task(pid);
+        t.tier = new_tier;
+        if let Some(m) = mask {
+            t.mask = m;
+        }
+    }
+
+    /// A waiting task is now queued on `cpu`'s runqueue. Where an LC waiter
+    /// is queued splits the inversion of the CPUs running BE, so they are
+    /// settled first.
+    pub(super) fn set_queue_cpu(&mut self, pid: Pid, cpu: u32, now: u64) {
+        let t = self.task(pid);
+        if t.last_cpu == Some(cpu) {
+            return;
+        }
+        if t.state == TState::Waiting && t.tier == Some(Tier::Lc) {
+            self.advance_be_idle(now);
+        }
+        self.task(pid).last_cpu = Some(cpu);
+    }
+
+    pub(super) fn set_tier(&mut self, pid: Pid, tier: Tier, now: u64) {
+        if self.task(pid).state == TState::Waiting {
+            self.update_waiter(pid, now, Some(tier), None);
+        } else {
+            self.task(pid).tier = Some(tier);
+        }
+    }
+
+    /// The waiting task `pid` is switched in on `cpu` at `now`.
+    pub(super) fn end_wait(&mut self, pid: Pid, now: u64, cpu: usize) {
+        let (since, tier) = {
+            let t = &self.tasks[&pid];
+            (t.since, t.tier)
+        };
+        let d = self.clip(since, now);
+        if tier == Some(Tier::Lc) {
+            self.advance_be_idle(now);
+            self.lc_waiting.remove(&(since, pid));
+            self.cpus[cpu].stats.lc_wait_ns += d;
+            if self.in_window(now) {
+                let w = now.saturating_sub(since);
+                self.cpus[cpu].stats.lc_waits += 1;
+                // auto-resizing histogram: recording cannot fail for u64 values
+                let _ = self.hist.record(w.max(1));
+                self.wait_sum_ns += w as u128;
+                self.wait_max_ns = self.wait_max_ns.max(w);
+            }
+        }
+        let t = self.task(pid);
+        t.wait_ns += d;
+        t.state = TState::Sleeping;
+    }
+}
