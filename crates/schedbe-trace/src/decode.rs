@@ -1,7 +1,7 @@
 //! Decoding of the BPF side's ring buffer records (struct sbt_event).
 
 use crate::bpf::bpf_intf::*;
-use crate::replay::{CpuMask, Event, EventKind, Tier, Wake};
+use crate::replay::{CpuMask, Event, EventKind, Switch, Tier, Wake};
 
 // Upper-case aliases of the bindgen constants, usable as match patterns.
 const TEV_SWITCH: u32 = sbt_event_type_TEV_SWITCH;
@@ -60,7 +60,7 @@ pub fn decode_event(data: &[u8]) -> Option<Event> {
         task_cpu: aux,
     };
     let kind = match typ {
-        TEV_SWITCH => EventKind::Switch {
+        TEV_SWITCH => EventKind::Switch(Switch {
             prev: prev_pid,
             prev_runnable: flags & sbt_event_flags_TEVF_PREV_RUNNABLE != 0,
             prev_dead: flags & sbt_event_flags_TEVF_PREV_DEAD != 0,
@@ -69,7 +69,7 @@ pub fn decode_event(data: &[u8]) -> Option<Event> {
             next: pid,
             next_tier: if pid == 0 { Tier::Idle } else { lc_or(tier) },
             next_cgroup: cgid,
-        },
+        }),
         TEV_WAKING => EventKind::Waking(wake()),
         TEV_WAKEUP => EventKind::Wakeup { pid, task_cpu: aux },
         TEV_WAKEUP_NEW => EventKind::WakeupNew(wake()),
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(ev.cpu, 1);
         assert_eq!(
             ev.kind,
-            EventKind::Switch {
+            EventKind::Switch(Switch {
                 prev: 10,
                 prev_runnable: true,
                 prev_dead: false,
@@ -155,7 +155,7 @@ mod tests {
                 next: 20,
                 next_tier: Tier::Be,
                 next_cgroup: 0x1_0000_0042,
-            }
+            })
         );
         // blocking switch to idle: no mask
         e.flags = 0;
@@ -163,12 +163,12 @@ mod tests {
         e.pid = 0;
         e.tier = sbt_tier_TT_IDLE as u8;
         match decode_event(&raw(&e, 0)).unwrap().kind {
-            EventKind::Switch {
+            EventKind::Switch(Switch {
                 prev_mask: None,
                 next_tier: Tier::Idle,
                 prev_runnable: false,
                 ..
-            } => {}
+            }) => {}
             k => panic!("{k:?}"),
         }
         // wide mask wakeup

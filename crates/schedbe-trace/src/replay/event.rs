@@ -67,23 +67,27 @@ pub struct Wake {
     pub task_cpu: u32,
 }
 
+/// sched_switch: what the replay needs of one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub prev: Pid,
+    /// prev stays runnable (preempted, yielded).
+    pub prev_runnable: bool,
+    /// prev exited.
+    pub prev_dead: bool,
+    /// Tier and mask of prev, recorded when it stays runnable.
+    pub prev_tier: Option<Tier>,
+    pub prev_mask: Option<CpuMask>,
+    pub next: Pid,
+    pub next_tier: Tier,
+    /// cgroup v2 id of next (0: not recorded; only with `--cgroup`).
+    pub next_cgroup: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
     /// sched_switch on `Event::cpu`.
-    Switch {
-        prev: Pid,
-        /// prev stays runnable (preempted, yielded).
-        prev_runnable: bool,
-        /// prev exited.
-        prev_dead: bool,
-        /// Tier and mask of prev, recorded when it stays runnable.
-        prev_tier: Option<Tier>,
-        prev_mask: Option<CpuMask>,
-        next: Pid,
-        next_tier: Tier,
-        /// cgroup v2 id of next (0: not recorded; only with `--cgroup`).
-        next_cgroup: u64,
-    },
+    Switch(Switch),
     Waking(Wake),
     /// sched_wakeup: the task is on runqueue `task_cpu` now (tier and mask
     /// come from the preceding sched_waking).
@@ -126,7 +130,7 @@ impl Event {
     /// run (switched in, or found running by the snapshot).
     pub fn cgroup(&self) -> Option<u64> {
         match self.kind {
-            EventKind::Switch { next_cgroup, .. } => Some(next_cgroup),
+            EventKind::Switch(Switch { next_cgroup, .. }) => Some(next_cgroup),
             EventKind::InitCurr { cgroup, .. } => Some(cgroup),
             _ => None,
         }

@@ -73,7 +73,7 @@ mod wait;
 mod tests;
 
 pub use cgroup::{CgroupSet, MAX_CGROUPS};
-pub use event::{CpuMask, Event, EventKind, Pid, Tier, Wake};
+pub use event::{CpuMask, Event, EventKind, Pid, Switch, Tier, Wake};
 pub use stats::{CgroupStats, CpuStats, Diagnostics, ReplayResult, TaskStats, WaitSummary};
 use cgroup::Cgroups;
 use state::{CpuState, Queued, TState, Task};

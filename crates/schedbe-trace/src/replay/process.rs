@@ -1,7 +1,7 @@
 //! Applying one event to the replay state.
 
 use super::state::{Occ, TState};
-use super::{CpuMask, Event, EventKind, Pid, Replay, Tier};
+use super::{CpuMask, Event, EventKind, Replay, Switch, Tier};
 
 impl Replay {
     pub(super) fn process(&mut self, ev: Event) {
@@ -9,32 +9,12 @@ impl Replay {
         let now = ev.ts;
         let cpu = ev.cpu as usize;
         match ev.kind {
-            EventKind::Switch {
-                prev,
-                prev_runnable,
-                prev_dead,
-                prev_tier,
-                prev_mask,
-                next,
-                next_tier,
-                next_cgroup,
-            } => {
+            EventKind::Switch(sw) => {
                 if cpu >= self.cpus.len() {
                     self.diag.bad_cpu_events += 1;
                     return;
                 }
-                self.on_switch(
-                    now,
-                    cpu,
-                    prev,
-                    prev_runnable,
-                    prev_dead,
-                    prev_tier,
-                    prev_mask,
-                    next,
-                    next_tier,
-                    next_cgroup,
-                );
+                self.on_switch(now, cpu, sw);
             }
             EventKind::Waking(w) => {
                 self.set_tier(w.pid, w.tier, now);
@@ -139,20 +119,8 @@ impl Replay {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_switch(
-        &mut self,
-        now: u64,
-        c: usize,
-        prev: Pid,
-        prev_runnable: bool,
-        prev_dead: bool,
-        prev_tier: Option<Tier>,
-        prev_mask: Option<CpuMask>,
-        next: Pid,
-        next_tier: Tier,
-        next_cgroup: u64,
-    ) {
+    pub(super) fn on_switch(&mut self, now: u64, c: usize, sw: Switch) {
+        let Switch { prev, prev_runnable, prev_dead, prev_tier, prev_mask, next, next_tier, next_cgroup } = sw;
         self.advance_cpu(c, now);
         // The old occupant stays in cpus[c] until replaced below (cgroup
         // counts change there); c is settled up to now, so nothing in between

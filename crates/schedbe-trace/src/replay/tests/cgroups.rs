@@ -5,7 +5,7 @@ use super::*;
 /// `next` (in cgroup `cg`) switched in on `cpu`; prev blocks.
 fn sw_cg(ts: u64, cpu: u32, prev: Pid, next: Pid, next_tier: Tier, cg: u64) -> Event {
     let mut e = sw(ts, cpu, prev, next, next_tier);
-    if let EventKind::Switch { next_cgroup, .. } = &mut e.kind {
+    if let EventKind::Switch(Switch { next_cgroup, .. }) = &mut e.kind {
         *next_cgroup = cg;
     }
     e
@@ -150,7 +150,7 @@ fn a_task_counts_with_the_cgroup_it_had_when_switched_in() {
         Event {
             ts: 2 * MS,
             cpu: 1,
-            kind: EventKind::Switch {
+            kind: EventKind::Switch(Switch {
                 prev: 9,
                 prev_runnable: false,
                 prev_dead: false,
@@ -159,7 +159,7 @@ fn a_task_counts_with_the_cgroup_it_had_when_switched_in() {
                 next: 5,
                 next_tier: Tier::Lc,
                 next_cgroup: 20,
-            },
+            }),
         },
         sw(4 * MS, 1, 5, 0, Tier::Idle),
     ];

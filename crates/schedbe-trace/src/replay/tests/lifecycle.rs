@@ -245,7 +245,7 @@ fn exited_tasks_are_dropped_unless_kept() {
     let dead = |ts| Event {
         ts,
         cpu: 0,
-        kind: EventKind::Switch {
+        kind: EventKind::Switch(Switch {
             prev: 5,
             prev_runnable: false,
             prev_dead: true,
@@ -254,7 +254,7 @@ fn exited_tasks_are_dropped_unless_kept() {
             next: 0,
             next_tier: Tier::Idle,
             next_cgroup: 0,
-        },
+        }),
     };
     let evs = vec![sw(0, 0, 0, 5, Tier::Lc), dead(MS)];
     let r = run(cfg(1), evs.clone());

@@ -24,7 +24,7 @@ fn sw(ts: u64, cpu: u32, prev: Pid, next: Pid, next_tier: Tier) -> Event {
     Event {
         ts,
         cpu,
-        kind: EventKind::Switch {
+        kind: EventKind::Switch(Switch {
             prev,
             prev_runnable: false,
             prev_dead: false,
@@ -33,7 +33,7 @@ fn sw(ts: u64, cpu: u32, prev: Pid, next: Pid, next_tier: Tier) -> Event {
             next,
             next_tier,
             next_cgroup: 0,
-        },
+        }),
     }
 }
 
@@ -50,7 +50,7 @@ fn preempt(
     Event {
         ts,
         cpu,
-        kind: EventKind::Switch {
+        kind: EventKind::Switch(Switch {
             prev,
             prev_runnable: true,
             prev_dead: false,
@@ -59,7 +59,7 @@ fn preempt(
             next,
             next_tier,
             next_cgroup: 0,
-        },
+        }),
     }
 }
 
