@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -28,6 +29,15 @@ NR_CPUS = os.cpu_count() or 1
 def results_dir():
     RESULTS.mkdir(parents=True, exist_ok=True)
     return RESULTS
+
+
+def png_size(path):
+    """(width, height) of a PNG, checking its signature and IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert head[12:16] == b"IHDR", f"{path}: no IHDR chunk"
+    return struct.unpack(">II", head[16:24])
 
 
 def log(msg):
