@@ -433,7 +433,7 @@ class Schedbe:
 
 # ------------------------------------------------------------------ the tracer
 
-def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=()):
+def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=(), extra=()):
     argv = ["chrt", "-f", "50", str(SCHEDBE), "trace", "--duration", str(duration)]
     for p in be_cgroups:
         argv += ["--be-cgroup", p]
@@ -445,18 +445,18 @@ def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=Non
         argv.append("--per-task")
     if grace_us is not None:
         argv += ["--grace-us", str(grace_us)]
-    return argv
+    return argv + list(extra)
 
 
 def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, grace_us=None,
-              cgroups=()):
+              cgroups=(), extra=()):
     """Run `schedbe trace` (as SCHED_FIFO, so the load cannot starve it) and return
     its JSON report, also saved as results/tmp/tests/<name>.json. `cgroups`:
     cgroups (relative to the v2 root) to report per-cgroup figures for."""
     out = results_dir() / f"{name}.json"
     with contextlib.suppress(FileNotFoundError):
         out.unlink()
-    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups)
+    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups, extra)
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=duration + timeout_extra)
     if r.returncode != 0:
