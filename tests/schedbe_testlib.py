@@ -433,8 +433,11 @@ class Schedbe:
 
 # ------------------------------------------------------------------ the tracer
 
-def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=(), extra=()):
+def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=(), extra=(),
+              cpu=None):
     argv = ["chrt", "-f", "50", str(SCHEDBE), "trace", "--duration", str(duration)]
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + argv
     for p in be_cgroups:
         argv += ["--be-cgroup", p]
     for p in cgroups:
@@ -449,14 +452,14 @@ def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=Non
 
 
 def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, grace_us=None,
-              cgroups=(), extra=()):
+              cgroups=(), extra=(), cpu=None):
     """Run `schedbe trace` (as SCHED_FIFO, so the load cannot starve it) and return
     its JSON report, also saved as results/tmp/tests/<name>.json. `cgroups`:
     cgroups (relative to the v2 root) to report per-cgroup figures for."""
     out = results_dir() / f"{name}.json"
     with contextlib.suppress(FileNotFoundError):
         out.unlink()
-    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups, extra)
+    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups, extra, cpu)
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=duration + timeout_extra)
     if r.returncode != 0:
