@@ -21,27 +21,11 @@
 
 use std::collections::HashMap;
 
+use super::cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
 use super::reservation::Reservation;
 use super::state::Occ;
 use super::{CgroupStats, Replay, Tier};
 
-/// Bit `i`: requested cgroup `i`.
-pub type CgroupSet = u64;
-
-/// The requested cgroups in `set`, lowest first.
-pub(super) fn bits(set: CgroupSet) -> impl Iterator<Item = usize> {
-    let mut m = set;
-    std::iter::from_fn(move || {
-        (m != 0).then(|| {
-            let g = m.trailing_zeros() as usize;
-            m &= m - 1;
-            g
-        })
-    })
-}
-
-/// How many cgroups one replay can follow (bits of a [`CgroupSet`]).
-pub const MAX_CGROUPS: usize = CgroupSet::BITS as usize;
 
 #[derive(Clone, Debug, Default)]
 struct Group {

@@ -71,6 +71,7 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use hdrhistogram::Histogram;
 
 mod cgroup;
+mod cgroup_set;
 mod cpu;
 mod event;
 mod process;
@@ -83,7 +84,7 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use cgroup::{CgroupSet, MAX_CGROUPS};
+pub use cgroup_set::{CgroupSet, MAX_CGROUPS};
 pub use event::{CpuMask, Event, EventKind, Pid, Switch, Tier, Wake};
 pub use stats::{
     CgroupStats, CpuStats, Diagnostics, ReplayResult, ReservationStats, TaskStats, WaitSummary,

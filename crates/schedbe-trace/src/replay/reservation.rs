@@ -25,7 +25,7 @@
 //! above) that stay constant between changes, so time is settled only when
 //! one of them changes.
 
-use super::cgroup::{bits, CgroupSet};
+use super::cgroup_set::{bits, CgroupSet};
 use super::stats::ReservationStats;
 
 #[derive(Clone, Debug, Default)]
