@@ -455,7 +455,8 @@ def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, 
               cgroups=(), extra=(), cpu=None):
     """Run `schedbe trace` (as SCHED_FIFO, so the load cannot starve it) and return
     its JSON report, also saved as results/tmp/tests/<name>.json. `cgroups`:
-    cgroups (relative to the v2 root) to report per-cgroup figures for."""
+    cgroups (relative to the v2 root, optionally PATH=REQ) to report per-cgroup
+    figures for; `extra`: more arguments; `cpu`: the CPU its userspace runs on."""
     out = results_dir() / f"{name}.json"
     with contextlib.suppress(FileNotFoundError):
         out.unlink()

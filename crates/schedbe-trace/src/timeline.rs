@@ -18,7 +18,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::replay::{CgroupSet, Pid, Segment};
+use crate::replay::{bits, CgroupSet, Pid, Segment};
 
 pub(crate) const HEADER: &str = "cpu,start_ns,end_ns,pid,comm,tier,cgroup_index,cgroup";
 
@@ -34,8 +34,8 @@ pub(crate) struct Label {
 
 /// The innermost requested cgroup in `set` (lowest index among equals).
 fn innermost(set: CgroupSet, labels: &[Label]) -> Option<usize> {
-    (0..labels.len())
-        .filter(|&i| i < CgroupSet::BITS as usize && set & (1 << i) != 0)
+    bits(set)
+        .filter(|&i| i < labels.len())
         .max_by_key(|&i| (labels[i].depth, std::cmp::Reverse(i)))
 }
 

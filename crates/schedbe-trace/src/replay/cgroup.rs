@@ -26,7 +26,6 @@ use super::reservation::Reservation;
 use super::state::Occ;
 use super::{CgroupStats, Replay, Tier};
 
-
 #[derive(Clone, Debug, Default)]
 struct Group {
     /// CPUs whose occupant is in this cgroup, now.

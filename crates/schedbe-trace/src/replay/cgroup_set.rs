@@ -5,7 +5,7 @@
 pub type CgroupSet = u64;
 
 /// The requested cgroups in `set`, lowest first.
-pub(super) fn bits(set: CgroupSet) -> impl Iterator<Item = usize> {
+pub fn bits(set: CgroupSet) -> impl Iterator<Item = usize> {
     let mut m = set;
     std::iter::from_fn(move || {
         (m != 0).then(|| {

@@ -84,7 +84,7 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use cgroup_set::{CgroupSet, MAX_CGROUPS};
+pub use cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
 pub use event::{CpuMask, Event, EventKind, Pid, Switch, Tier, Wake};
 pub use stats::{
     CgroupStats, CpuStats, Diagnostics, ReplayResult, ReservationStats, TaskStats, WaitSummary,
