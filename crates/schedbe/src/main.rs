@@ -12,6 +12,7 @@
 //!
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
 
+mod akita;
 mod bpf_intf;
 mod bpf_skel;
 mod config;

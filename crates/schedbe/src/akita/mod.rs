@@ -1,0 +1,15 @@
+//! Akita (shared/papers/004): mixed-criticality vCPU scheduling, the offline
+//! part. VMs are HI or LO criticality periodic servers (C_opt, C_pes, T);
+//! each CPU must pass the EDF-VD test, and vCPUs are placed first-fit.
+//!
+//! - `table1`: the paper's Table 1 VM types
+//! - `edfvd`: equations 1-6, the per-CPU schedulability test
+//!
+//! No BPF here: the runtime policy (modes, temperatures, budgets) comes later
+//! and will use `Placement` and `edfvd` as they are.
+
+mod edfvd;
+mod table1;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,29 @@
+//! Unit tests of the Akita module; numbers are worked out by hand in the
+//! comments. Servers are written in ms, as in Table 1.
+
+mod edfvd;
+
+use super::edfvd::Server;
+
+/// A HI server from milliseconds.
+fn hi(c_opt: u64, c_pes: u64, period: u64) -> Server {
+    Server::Hi { c_opt_us: c_opt * 1000, c_pes_us: c_pes * 1000, period_us: period * 1000 }
+}
+
+/// A LO server from milliseconds.
+fn lo(c_opt: u64, period: u64) -> Server {
+    Server::Lo { c_opt_us: c_opt * 1000, period_us: period * 1000 }
+}
+
+/// Table 1, type 1 (HI 5/25/100) and type 2 (LO 25/100).
+fn type1() -> Server {
+    hi(5, 25, 100)
+}
+
+fn type2() -> Server {
+    lo(25, 100)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-12
+}
