@@ -2,12 +2,14 @@
 //! part. VMs are HI or LO criticality periodic servers (C_opt, C_pes, T);
 //! each CPU must pass the EDF-VD test, and vCPUs are placed first-fit.
 //!
-//! - `table1`: the paper's Table 1 VM types
+//! - `config`, `table1`, `cpus`: vms.toml and the paper's Table 1 VM types
 //! - `edfvd`: equations 1-6, the per-CPU schedulability test
 //!
 //! No BPF here: the runtime policy (modes, temperatures, budgets) comes later
 //! and will use `Placement` and `edfvd` as they are.
 
+mod config;
+mod cpus;
 mod edfvd;
 mod table1;
 

@@ -1,6 +1,7 @@
 //! Unit tests of the Akita module; numbers are worked out by hand in the
 //! comments. Servers are written in ms, as in Table 1.
 
+mod config;
 mod edfvd;
 
 use super::edfvd::Server;
@@ -26,4 +27,16 @@ fn type2() -> Server {
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-12
+}
+
+/// examples/akita/vms.toml, which the tests and the docs share.
+const EXAMPLE: &str = include_str!("../../../../../examples/akita/vms.toml");
+
+#[test]
+fn cpu_lists_print_short_and_never_overflow() {
+    use super::cpus::{format, parse};
+    assert_eq!(format(&[0, 1, 2, 3, 6]), "0-3,6");
+    assert_eq!(format(&parse("5,0-2,1").unwrap()), "0-2,5");
+    assert_eq!(format(&[]), "");
+    assert_eq!(format(&[u32::MAX - 1, u32::MAX]), "4294967294-4294967295");
 }
