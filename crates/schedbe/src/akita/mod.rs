@@ -4,6 +4,7 @@
 //!
 //! - `config`, `table1`, `cpus`: vms.toml and the paper's Table 1 VM types
 //! - `edfvd`: equations 1-6, the per-CPU schedulability test
+//! - `placement`: the pCPU picker (section 3.6), incremental admission
 //!
 //! No BPF here: the runtime policy (modes, temperatures, budgets) comes later
 //! and will use `Placement` and `edfvd` as they are.
@@ -11,6 +12,7 @@
 mod config;
 mod cpus;
 mod edfvd;
+mod placement;
 mod table1;
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 mod config;
 mod edfvd;
+mod placement;
 
 use super::edfvd::Server;
 
