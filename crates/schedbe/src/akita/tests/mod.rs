@@ -1,6 +1,7 @@
 //! Unit tests of the Akita module; numbers are worked out by hand in the
 //! comments. Servers are written in ms, as in Table 1.
 
+mod check;
 mod config;
 mod edfvd;
 mod placement;
