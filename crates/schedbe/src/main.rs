@@ -9,9 +9,11 @@
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
+//! - `akita`: the Akita mixed-criticality policy's offline part (`schedbe akita check`)
 //!
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
 
+mod akita;
 mod bpf_intf;
 mod bpf_skel;
 mod config;
@@ -64,6 +66,9 @@ enum Cmd {
     /// Internal: the parking guardian `schedbe run` starts
     #[command(hide = true)]
     Guard(ThawArgs),
+    /// Akita mixed-criticality VMs: check a VM file's placement (docs/akita.md)
+    #[command(subcommand)]
+    Akita(akita::AkitaCmd),
     /// Run a command in a VM whose kernel has sched_ext (scripts/vm.sh)
     #[command(trailing_var_arg = true)]
     Vm {
@@ -272,6 +277,7 @@ fn real_main() -> Result<i32> {
             park::guardian_main(&a.state_file)?;
             Ok(0)
         }
+        Cmd::Akita(c) => akita::cli_main(&c),
         Cmd::Vm { args } => vm::run(&args),
     }
 }
