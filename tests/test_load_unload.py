@@ -1,5 +1,5 @@
-"""Load and unload schedbe 10 times under load: each time `schedbe run` reaches
-enabled, exits 0 on SIGINT (every fifth time SIGTERM) and sched_ext returns to
+"""Load and unload schedbe 6 times under load: each time `schedbe run` reaches
+enabled, exits 0 on SIGINT (every third time SIGTERM) and sched_ext returns to
 disabled; afterwards every workload process still exists and still runs."""
 
 import signal
@@ -9,7 +9,9 @@ import pytest
 
 import schedbe_testlib as tl
 
-CYCLES = 10
+# Under emulation and this load a load takes 30-40 s (BPF verification competes
+# with the load), so 10 cycles took 216-389 s, near the per-test timeout.
+CYCLES = 6
 
 pytestmark = pytest.mark.vm
 
@@ -38,7 +40,7 @@ def test_load_unload_under_load():
             loads.append(s.load_s)
             time.sleep(1.0)
             s.check_running()
-            sig = signal.SIGTERM if i % 5 == 4 else signal.SIGINT
+            sig = signal.SIGTERM if i % 3 == 2 else signal.SIGINT
             t0 = time.monotonic()
             s.stop(sig=sig)
             tl.log(f"cycle {i + 1}/{CYCLES}: enabled after {s.load_s:.2f}s, "
