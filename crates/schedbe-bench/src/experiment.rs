@@ -14,7 +14,8 @@ use crate::cgroup::Cgroups;
 use crate::configs::{parse_list, Config};
 use crate::load::ServiceDist;
 use crate::report::{aggregate, markdown, write_per_second, write_requests, ConfigAggregate, Meta};
-use crate::runner::{run_one, sched_ext_state, RunOutcome, RunParams, TraceMode};
+use crate::runner::{run_one, RunOutcome, RunParams, TraceMode};
+use crate::scx::sched_ext_state;
 use crate::spin::{calibrate, Calibration};
 use crate::sys::{self, Policy};
 
@@ -491,7 +492,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     let mut params = params;
     if params.trace != TraceMode::Off {
         eprintln!("bench: timing the tracer's start-up...");
-        match crate::runner::probe_tracer(&params, &out.join("raw")) {
+        match crate::tracer::probe_tracer(&params, &out.join("raw")) {
             Ok(s) => {
                 eprintln!("bench: tracer window opens {s:.2} s after launch; tracers are launched that much early");
                 meta.notes.push(format!("tracer start-up (probe): {s:.2} s; tracers launch early by their measured start-up"));

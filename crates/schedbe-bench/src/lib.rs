@@ -7,6 +7,8 @@
 //!
 //! Modules, by responsibility:
 //! - `sys`: clocks, scheduling policies, affinity
+//! - `proc`: helper processes (spawn, wait, stop, logs)
+//! - `scx`: the kernel's sched_ext state
 //! - `endpoint`, `proto`: client/server transport and wire format
 //! - `spin`: the calibrated CPU burn
 //! - `load`: Poisson arrivals, service-time distributions, rate math
@@ -34,11 +36,13 @@ pub mod experiment;
 pub mod kubepods;
 pub mod load;
 pub mod park;
+pub mod proc;
 pub mod proto;
 pub mod report;
 pub mod runner;
 pub mod server;
 pub mod spin;
+pub mod scx;
 pub mod stats;
 pub mod sys;
 pub mod tracer;
