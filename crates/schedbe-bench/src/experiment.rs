@@ -42,7 +42,7 @@ impl ExpKind {
 /// Options shared by the experiments; unset ones take the experiment's default.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ExpArgs {
-    /// Comma-separated configurations: eevdf, weights, weights-N, sched-idle, cpu-idle, fifo, schedbe
+    /// Comma-separated configurations: eevdf, weights, weights-N, sched-idle, cpu-idle, fifo, schedbe, scx_bpfland, scx_lavd
     #[arg(long)]
     pub configs: Option<String>,
     /// LC load as a fraction of the CPUs LC may use (before BE starts)
@@ -134,6 +134,8 @@ pub struct ExpArgs {
     /// Extra argument for `schedbe run` (repeatable)
     #[arg(long = "schedbe-arg", allow_hyphen_values = true)]
     pub schedbe_args: Vec<String>,
+    #[command(flatten)]
+    pub peers: PeerArgs,
     /// Tracer command [default: "<schedbe-bin> trace"]
     #[arg(long)]
     pub tracer: Option<String>,
@@ -152,6 +154,35 @@ pub struct ExpArgs {
     /// Do not run scripts/plot.py
     #[arg(long)]
     pub no_plot: bool,
+}
+
+/// Where the peer schedulers are (crate::peers).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PeerArgs {
+    /// Directory with the peer schedulers' binaries (scx_bpfland, scx_lavd)
+    /// [default: <repo>/.cache/peers/bin, then $PATH]
+    #[arg(long)]
+    pub peers_dir: Option<PathBuf>,
+    /// Build missing peers with scripts/peers.sh first (needs cargo; minutes)
+    #[arg(long)]
+    pub build_peers: bool,
+}
+
+/// Before any run: the configurations' sched_ext schedulers can be loaded
+/// here (peers found or built, schedbe's binary found, sched_ext present).
+/// Peers come first, so a missing one is named even where sched_ext is not.
+pub(crate) fn preflight_schedulers(configs: &[Config], lc_fifo_prio: u8, schedbe_bin: Option<&Path>, peers: &PeerArgs) -> Result<()> {
+    let scheds: Vec<crate::scx::Scheduler> = configs.iter().filter_map(|c| c.plan(lc_fifo_prio).scheduler).collect();
+    crate::peers::resolve(&scheds, peers.peers_dir.as_deref(), peers.build_peers)?;
+    if let Some(s) = scheds.first() {
+        if sched_ext_state().is_none() {
+            bail!("configuration {} needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe bench ...", s.name());
+        }
+    }
+    if scheds.contains(&crate::scx::Scheduler::Schedbe) && schedbe_bin.is_none() {
+        bail!("configuration schedbe: no schedbe binary found (--schedbe-bin)");
+    }
+    Ok(())
 }
 
 struct Defaults {
@@ -398,14 +429,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
             None
         }
     };
-    if configs.iter().any(|c| c.plan(a.lc_fifo_prio).load_schedbe) {
-        if sched_ext_state().is_none() {
-            bail!("configuration schedbe needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe bench ...");
-        }
-        if schedbe_bin.is_none() {
-            bail!("configuration schedbe: no schedbe binary found (--schedbe-bin)");
-        }
-    }
+    preflight_schedulers(&configs, a.lc_fifo_prio, schedbe_bin.as_deref(), &a.peers)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tmp/bench/{}-{}", kind.name(), utc_stamp())));
     std::fs::create_dir_all(&out).with_context(|| format!("create output directory {}", out.display()))?;
 
@@ -488,6 +512,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         schedbe_bin,
         schedbe_args: a.schedbe_args.clone(),
         tracer_cmd,
+        peers_dir: a.peers.peers_dir.clone(),
     };
     let mut params = params;
     if params.trace != TraceMode::Off {

@@ -8,7 +8,7 @@
 //! Modules, by responsibility:
 //! - `sys`: clocks, scheduling policies, affinity
 //! - `proc`: helper processes (spawn, wait, stop, logs)
-//! - `scx`: the kernel's sched_ext state
+//! - `scx`, `peers`: sched_ext state, loading schedbe or a peer scheduler (scx_bpfland, scx_lavd)
 //! - `endpoint`, `proto`: client/server transport and wire format
 //! - `spin`: the calibrated CPU burn
 //! - `load`: Poisson arrivals, service-time distributions, rate math
@@ -36,6 +36,7 @@ pub mod experiment;
 pub mod kubepods;
 pub mod load;
 pub mod park;
+pub mod peers;
 pub mod proc;
 pub mod proto;
 pub mod report;

@@ -12,7 +12,7 @@
 //! overhead is the same before and after.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use crate::configs::{Config, Plan};
 use crate::load::ServiceDist;
 use crate::stats::{ratio, window_index, LatencyHist, LatencySummary};
 use crate::proc::{child_setup, log_file, log_pair, Proc};
-use crate::scx::{sched_ext_state, wait_sched_ext};
+use crate::scx::{self, sched_ext_state, SchedCmd};
 use crate::sys::{self, monotonic_ns, sleep_until_ns};
 use crate::tracer::{finish_tracer, start_tracer, TraceFigures, TRACER_STARTUP_NS, TRACE_MARGIN_NS};
 
@@ -94,6 +94,9 @@ pub struct RunParams {
     pub schedbe_bin: Option<PathBuf>,
     pub schedbe_args: Vec<String>,
     pub tracer_cmd: Vec<String>,
+    /// Where the peer schedulers' binaries are (None: crate::peers::find's default).
+    #[serde(default)]
+    pub peers_dir: Option<PathBuf>,
 }
 
 fn default_burn() -> String {
@@ -321,26 +324,15 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         }
     };
 
-    // schedbe
+    // the sched_ext scheduler, if any
     let state0 = sched_ext_state();
     let mut sched = None;
-    if plan.load_schedbe {
-        let bin = p.schedbe_bin.as_ref().context("configuration schedbe: no schedbe binary found (--schedbe-bin)")?;
-        if state0.is_none() {
-            bail!("configuration schedbe: this kernel has no sched_ext (/sys/kernel/sched_ext missing); run in the VM (scripts/vm.sh)");
-        }
-        if state0.as_deref() != Some("disabled") {
-            bail!("configuration schedbe: a sched_ext scheduler is already {:?}", state0);
-        }
-        let mut c = Command::new(bin);
-        c.arg("run").args(&p.schedbe_args).stdin(Stdio::null()).stdout(log_file(dir, "schedbe-run.log")?).stderr(log_file(dir, "schedbe-run.err")?);
-        child_setup(&mut c, libc::SIGINT, None);
-        say("starting schedbe run");
-        let mut pr = Proc::spawn("schedbe run", &mut c)?;
-        wait_sched_ext("enabled", Duration::from_secs(120), Some(&mut pr))?;
-        sched = Some(pr);
+    if let Some(s) = plan.scheduler {
+        let cmd = SchedCmd::new(s, p.schedbe_bin.as_deref(), &p.schedbe_args, p.peers_dir.as_deref()).with_context(|| format!("configuration {}", cfg.name))?;
+        say(&format!("starting {}", s.name()));
+        sched = Some(scx::load(&cmd, dir, Duration::from_secs(120)).with_context(|| format!("configuration {}", cfg.name))?);
     } else if matches!(state0.as_deref(), Some(s) if s != "disabled") {
-        o.warnings.push(format!("a sched_ext scheduler is {:?} during a non-schedbe configuration", state0));
+        o.warnings.push(format!("a sched_ext scheduler is {:?} during configuration {} (which loads none)", state0, cfg.name));
     }
     o.sched_ext_state = sched_ext_state();
 
@@ -462,22 +454,8 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         }
     }
     server.stop(libc::SIGTERM, Duration::from_secs(5));
-    if let Some(mut s) = sched.take() {
-        let (st, killed) = s.stop(libc::SIGINT, Duration::from_secs(30));
-        if killed || !st.map(|s| s.success()).unwrap_or(false) {
-            o.warnings.push(format!("schedbe run did not exit cleanly on SIGINT ({st:?}, killed: {killed})"));
-        }
-        if let Err(e) = wait_sched_ext("disabled", Duration::from_secs(20), None) {
-            o.warnings.push(format!("after schedbe run: {e:#}"));
-        }
-        let err = std::fs::read_to_string(dir.join("schedbe-run.err")).unwrap_or_default();
-        let bad = |l: &str| {
-            let l = l.to_ascii_lowercase();
-            (l.contains("error") || l.contains("stall") || l.contains("exit")) && !l.contains("unregistered from user space")
-        };
-        for l in err.lines().filter(|l| bad(l)).take(3) {
-            o.warnings.push(format!("schedbe run: {l}"));
-        }
+    if let Some(s) = sched.take() {
+        o.warnings.extend(s.stop());
     }
     let _ = server.pid();
     if let Some(t) = &tr_lc_fig {
@@ -657,6 +635,7 @@ pub fn tests_params() -> RunParams {
             schedbe_bin: None,
             schedbe_args: vec![],
             tracer_cmd: vec![],
+            peers_dir: None,
         }
 }
 
