@@ -330,7 +330,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     if let Some(s) = plan.scheduler {
         let cmd = SchedCmd::new(s, p.schedbe_bin.as_deref(), &p.schedbe_args, p.peers_dir.as_deref()).with_context(|| format!("configuration {}", cfg.name))?;
         say(&format!("starting {}", s.name()));
-        sched = Some(scx::load(&cmd, dir, Duration::from_secs(120)).with_context(|| format!("configuration {}", cfg.name))?);
+        sched = Some(scx::load(&cmd, dir, scx::LOAD_TIMEOUT).with_context(|| format!("configuration {}", cfg.name))?);
     } else if matches!(state0.as_deref(), Some(s) if s != "disabled") {
         o.warnings.push(format!("a sched_ext scheduler is {:?} during configuration {} (which loads none)", state0, cfg.name));
     }

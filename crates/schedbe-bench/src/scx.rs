@@ -15,6 +15,10 @@ use crate::sys::monotonic_ns;
 
 const SCX: &str = "/sys/kernel/sched_ext";
 
+/// How long a scheduler may take to load (BPF verification takes minutes
+/// for the larger peers under software emulation).
+pub const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
 pub fn sched_ext_state() -> Option<String> {
     std::fs::read_to_string(format!("{SCX}/state")).ok().map(|s| s.trim().to_string())
 }

@@ -17,7 +17,6 @@ pub mod setup;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
@@ -122,7 +121,7 @@ fn run_group(s: &Setup, cfg: &Config, rep: usize, ws: &[Workload]) -> Vec<Worklo
     let loaded = match &cmd {
         Some(c) => {
             eprintln!("bench: [{} r{rep}] starting {}", cfg.name, c.sched.name());
-            match scx::load(c, &dir, Duration::from_secs(120)) {
+            match scx::load(c, &dir, scx::LOAD_TIMEOUT) {
                 Ok(l) => Some(l),
                 Err(e) => return fail_all(e.context(format!("configuration {}", cfg.name))),
             }
