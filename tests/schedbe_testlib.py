@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -28,6 +29,15 @@ NR_CPUS = os.cpu_count() or 1
 def results_dir():
     RESULTS.mkdir(parents=True, exist_ok=True)
     return RESULTS
+
+
+def png_size(path):
+    """(width, height) of a PNG, checking its signature and IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert head[12:16] == b"IHDR", f"{path}: no IHDR chunk"
+    return struct.unpack(">II", head[16:24])
 
 
 def log(msg):
@@ -449,8 +459,11 @@ class Schedbe:
 
 # ------------------------------------------------------------------ the tracer
 
-def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=()):
+def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=(), extra=(),
+              cpu=None):
     argv = ["chrt", "-f", "50", str(SCHEDBE), "trace", "--duration", str(duration)]
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + argv
     for p in be_cgroups:
         argv += ["--be-cgroup", p]
     for p in cgroups:
@@ -461,18 +474,19 @@ def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=Non
         argv.append("--per-task")
     if grace_us is not None:
         argv += ["--grace-us", str(grace_us)]
-    return argv
+    return argv + list(extra)
 
 
 def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, grace_us=None,
-              cgroups=()):
+              cgroups=(), extra=(), cpu=None):
     """Run `schedbe trace` (as SCHED_FIFO, so the load cannot starve it) and return
     its JSON report, also saved as results/tmp/tests/<name>.json. `cgroups`:
-    cgroups (relative to the v2 root) to report per-cgroup figures for."""
+    cgroups (relative to the v2 root, optionally PATH=REQ) to report per-cgroup
+    figures for; `extra`: more arguments; `cpu`: the CPU its userspace runs on."""
     out = results_dir() / f"{name}.json"
     with contextlib.suppress(FileNotFoundError):
         out.unlink()
-    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups)
+    argv = trace_cmd(duration, be_cgroups, out, per_task, grace_us, cgroups, extra, cpu)
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=duration + timeout_extra)
     if r.returncode != 0:

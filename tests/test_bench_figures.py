@@ -6,7 +6,6 @@ takes minutes per figure). `make test` runs this after the VM suite
 
 import json
 import os
-import struct
 import subprocess
 
 import pytest
@@ -18,15 +17,6 @@ pytestmark = pytest.mark.bench_plot
 OUT = tl.RESULTS / "bench-quick"
 CONFIGS = ["weights", "schedbe"]
 EXPERIMENT = "srv-bg"
-
-
-def png_size(path):
-    """(width, height) of a PNG, checking its signature and IHDR chunk."""
-    with open(path, "rb") as f:
-        head = f.read(24)
-    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    assert head[12:16] == b"IHDR", f"{path}: no IHDR chunk"
-    return struct.unpack(">II", head[16:24])
 
 
 def test_bench_figures():
@@ -45,6 +35,6 @@ def test_bench_figures():
     assert sorted(b["figures"]) == sorted(want), b["figures"]
     md = (OUT / "summary.md").read_text()
     for f in want:
-        w, h = png_size(OUT / f)
+        w, h = tl.png_size(OUT / f)
         assert w >= 300 and h >= 200, f"{f}: {w}x{h}"
         assert f"]({f})" in md, f"summary does not link {f}"

@@ -78,6 +78,28 @@ def test_run_missing_config():
         assert "/nonexistent/schedbe.toml" in line, line
 
 
+# `schedbe trace` arguments -> what the error line must say. Run unprivileged:
+# the arguments are checked before the privileges and before anything is loaded.
+BAD_TRACE_ARGS = {
+    "request-not-a-number": (["--cgroup", "kubepods.slice/pod1.slice=x"],
+                             "--cgroup kubepods.slice/pod1.slice=x: bad CPU request"),
+    "request-negative": (["--cgroup", "pod1=-1"], "--cgroup pod1=-1: bad CPU request"),
+    "request-too-precise": (["--cgroup", "pod1=1.2345"], "at most 3 decimals"),
+    "request-without-path": (["--cgroup", "=2"], "no cgroup path"),
+    "timeline-window-reversed": (["--timeline", "TIMELINE", "--timeline-window", "2:1"],
+                                 "--timeline-window 2:1"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_TRACE_ARGS))
+def test_trace_bad_arguments(kind):
+    args, names = BAD_TRACE_ARGS[kind]
+    args = [str(tl.results_dir() / "timeline.csv") if a == "TIMELINE" else a for a in args]
+    line = run_bad(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    tl.SCHEDBE, "trace", "--duration", "1", *args])
+    assert names in line, line
+
+
 def be_cgroups():
     d = tl.CGROOT / "schedbe-be"
     return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.exists() else []

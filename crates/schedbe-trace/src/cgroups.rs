@@ -17,8 +17,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::args::CgroupArg;
 use crate::replay::{CgroupSet, CgroupStats, MAX_CGROUPS};
 use crate::report::{CgroupCpuTime, CgroupReport};
+use crate::timeline::Label;
 
 /// Walks for unknown ids are at least this far apart (the ring buffer is
 /// drained every 10 ms, so in practice: at most one walk per drain).
@@ -33,6 +35,8 @@ pub(crate) struct Target {
     pub(crate) path: PathBuf,
     /// Its own cgroup id.
     pub(crate) id: u64,
+    /// Its CPU request (`PATH=REQ`), in milli-CPUs.
+    pub(crate) request_milli: Option<u64>,
     /// Cgroups in its subtree, itself included, at the last walk.
     pub(crate) nr_cgroups: usize,
     /// Removed since: no longer walked (nothing new can appear under it).
@@ -94,7 +98,7 @@ fn locate(arg: &str, root: &Path) -> Result<PathBuf> {
 impl CgroupWatch {
     /// Check the `--cgroup` arguments and walk their subtrees once. `None`
     /// without `--cgroup`. Errors name the offending argument.
-    pub(crate) fn new(args: &[String], root: Option<&Path>) -> Result<Option<Self>> {
+    pub(crate) fn new(args: &[CgroupArg], root: Option<&Path>) -> Result<Option<Self>> {
         if args.is_empty() {
             return Ok(None);
         }
@@ -103,14 +107,18 @@ impl CgroupWatch {
         };
         let mut targets: Vec<Target> = Vec::new();
         for arg in args {
-            if targets.iter().any(|t| t.key == *arg) {
+            if let Some(t) = targets.iter().find(|t| t.key == arg.path) {
+                if t.request_milli != arg.request_milli {
+                    bail!("--cgroup {} is given twice with different CPU requests", arg.path);
+                }
                 continue; // the same key twice: one entry
             }
-            let path = locate(arg, root)?;
+            let path = locate(&arg.path, root)?;
             targets.push(Target {
-                key: arg.clone(),
+                key: arg.path.clone(),
                 path,
                 id: 0,
+                request_milli: arg.request_milli,
                 nr_cgroups: 0,
                 gone: false,
             });
@@ -223,6 +231,22 @@ impl CgroupWatch {
         changed
     }
 
+    /// The CPU requests, by target (for the replay).
+    pub(crate) fn requests(&self) -> Vec<Option<u64>> {
+        self.targets.iter().map(|t| t.request_milli).collect()
+    }
+
+    /// The targets as the timeline names them.
+    pub(crate) fn labels(&self) -> Vec<Label> {
+        self.targets
+            .iter()
+            .map(|t| Label {
+                key: t.key.clone(),
+                depth: t.path.components().count(),
+            })
+            .collect()
+    }
+
     /// The report's `cgroups` section, from the replay's figures (one per
     /// target, in order).
     pub(crate) fn report(&self, stats: &[CgroupStats]) -> BTreeMap<String, CgroupReport> {
@@ -231,6 +255,7 @@ impl CgroupWatch {
             .iter()
             .zip(stats)
             .map(|(t, s)| {
+                let r = s.reservation.as_ref();
                 let report = CgroupReport {
                     path: t.path.clone(),
                     id: t.id,
@@ -243,6 +268,19 @@ impl CgroupWatch {
                     },
                     time_at_cpus_ms: s.time_at_cpus_ns.iter().map(|&ns| ms(ns)).collect(),
                     nr_cgroups: t.nr_cgroups,
+                    request_cpus: r.map(|r| r.request_milli as f64 / 1000.0),
+                    reservation_inversion_ms: r.map(|r| ms(r.inversion_ns)),
+                    reservation_inversion_longest_ms: r.map(|r| ms(r.longest_ns)),
+                    reservation_inversion_by_ms: r
+                        .map(|r| {
+                            self.targets
+                                .iter()
+                                .zip(&r.by_ns)
+                                .filter(|(_, &ns)| ns > 0)
+                                .map(|(b, &ns)| (b.key.clone(), ms(ns)))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 };
                 (t.key.clone(), report)
             })
@@ -256,6 +294,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
+    use crate::replay::ReservationStats;
 
     /// A fake cgroup tree in a temporary directory (removed on drop).
     struct Tree(PathBuf);
@@ -291,8 +330,10 @@ mod tests {
         }
     }
 
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
+    fn args(a: &[&str]) -> Vec<CgroupArg> {
+        a.iter()
+            .map(|s| crate::args::parse_cgroup_arg(s).unwrap())
+            .collect()
     }
 
     fn err(a: &[&str], root: Option<&Path>) -> String {
@@ -317,8 +358,11 @@ mod tests {
         let e = err(&["a/../.."], Some(&t.0));
         assert!(e.contains("outside"), "{e}");
         // distinct keys, one directory
-        let many: Vec<String> = (0..=MAX_CGROUPS)
-            .map(|i| format!("a{}", "/.".repeat(i)))
+        let many: Vec<CgroupArg> = (0..=MAX_CGROUPS)
+            .map(|i| CgroupArg {
+                path: format!("a{}", "/.".repeat(i)),
+                request_milli: None,
+            })
             .collect();
         let e = format!("{:#}", CgroupWatch::new(&many, Some(&t.0)).unwrap_err());
         assert!(e.contains("at most 64"), "{e}");
@@ -338,6 +382,55 @@ mod tests {
         let w = CgroupWatch::new(&a, Some(&t.0)).unwrap().unwrap();
         assert_eq!(w.targets.len(), 3, "the repeated key is one entry");
         assert!(w.targets.iter().all(|x| x.id == id && x.nr_cgroups == 1));
+    }
+
+    #[test]
+    fn requests_labels_and_the_reservation_report() {
+        let t = Tree::new();
+        t.mk("k");
+        t.mk("k/pod1");
+        t.mk("k/pod2");
+        t.mk("k/pod3");
+        let e = err(&["k/pod1=2", "k/pod1=1"], Some(&t.0));
+        assert!(e.contains("--cgroup k/pod1 is given twice with different CPU requests"), "{e}");
+        let w = CgroupWatch::new(&args(&["k/pod1=2", "k/pod1=2", "k/pod2=1.5", "k/pod3", "k"]), Some(&t.0))
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.targets.len(), 4, "the same path and request twice: one entry");
+        assert_eq!(w.requests(), vec![Some(2000), Some(1500), None, None]);
+        let l = w.labels();
+        assert_eq!(l[0].key, "k/pod1");
+        assert_eq!(l[0].depth, l[3].depth + 1, "k/pod1 is one level below k");
+        let stats = |reservation| CgroupStats {
+            time_at_cpus_ns: vec![MS],
+            reservation,
+            ..Default::default()
+        };
+        const MS: u64 = 1_000_000;
+        let r = w.report(&[
+            stats(Some(ReservationStats {
+                request_milli: 2000,
+                inversion_ns: 3 * MS,
+                longest_ns: 2 * MS,
+                by_ns: vec![0, 3 * MS, 0, 0],
+            })),
+            stats(Some(ReservationStats {
+                request_milli: 1500,
+                ..Default::default()
+            })),
+            stats(None),
+            stats(None),
+        ]);
+        let p1 = &r["k/pod1"];
+        assert_eq!(p1.request_cpus, Some(2.0));
+        assert_eq!(p1.reservation_inversion_ms, Some(3.0));
+        assert_eq!(p1.reservation_inversion_longest_ms, Some(2.0));
+        assert_eq!(p1.reservation_inversion_by_ms, BTreeMap::from([("k/pod2".to_string(), 3.0)]));
+        let p2 = &r["k/pod2"];
+        assert_eq!((p2.request_cpus, p2.reservation_inversion_ms), (Some(1.5), Some(0.0)));
+        assert!(p2.reservation_inversion_by_ms.is_empty());
+        let p3 = &r["k/pod3"];
+        assert_eq!((p3.request_cpus, p3.reservation_inversion_ms), (None, None));
     }
 
     #[test]
@@ -407,6 +500,7 @@ mod tests {
             be_ns: 0,
             other_ns: 0,
             time_at_cpus_ns: vec![500_000, 1_500_000],
+            reservation: None,
         }]);
         let c = &r["a"];
         assert_eq!((c.id, c.max_cpus), (known, 1));

@@ -58,6 +58,7 @@ pub fn decode_event(data: &[u8]) -> Option<Event> {
         tier: lc_or(tier),
         mask: mask.clone(),
         task_cpu: aux,
+        cgroup: cgid,
     };
     let kind = match typ {
         TEV_SWITCH => EventKind::Switch(Switch {
@@ -185,7 +186,8 @@ mod tests {
                 pid: 7,
                 tier: Tier::Other,
                 mask: CpuMask::Wide(vec![0, 1].into()),
-                task_cpu: 3
+                task_cpu: 3,
+                cgroup: 0,
             })
         );
         // truncated or unknown records are rejected, never panic
@@ -231,7 +233,11 @@ mod tests {
         );
         assert_eq!(ev.cgroup(), Some(77));
         assert!(decode_event(&r[..39]).is_none(), "one byte short of the header");
-        // only switch-ins and the snapshot's running tasks carry a cgroup
+        // tasks starting to run or to wait carry a cgroup; sched_wakeup does not
+        for t in [sbt_event_type_TEV_WAKING, sbt_event_type_TEV_WAKEUP_NEW, sbt_event_type_TEV_INIT_RUNNABLE] {
+            e.type_ = t as u8;
+            assert_eq!(decode_event(&raw(&e, 0)).unwrap().cgroup(), Some(77), "type {t}");
+        }
         e.type_ = sbt_event_type_TEV_WAKEUP as u8;
         assert_eq!(decode_event(&raw(&e, 0)).unwrap().cgroup(), None);
         e.type_ = sbt_event_type_TEV_SWITCH as u8;

@@ -25,6 +25,29 @@
 //! directory trees (module `cgroups`). A path that is not a cgroup v2
 //! directory is an error before anything is loaded.
 //!
+//! `--cgroup PATH=REQ` gives the cgroup's CPU request (CPUs, `2` or `1.5`,
+//! or millicores, `1500m`). Between the cgroups given with a request it
+//! reports the **reservation inversion**: `reservation_inversion_ms`, the
+//! time during which the cgroup ran on fewer CPUs than its request while at
+//! least one of its tasks was runnable but not running, and at the same
+//! time another cgroup with a request ran on more CPUs than its own (running
+//! counts as in `max_cpus`; below means `running < REQ`, above `running >
+//! REQ`, so with 1.5 CPUs requested, 1 is below and 2 above; no grace period
+//! applies to the wait). Also `reservation_inversion_longest_ms`, its
+//! longest uninterrupted interval, and `reservation_inversion_by_ms`, the
+//! part of it during which each other cgroup was above its request. A
+//! waiting task counts with the cgroup it was last seen in (the BPF side
+//! also records the cgroup of woken, new and snapshot-queued tasks under
+//! `--cgroup`). A wait is any runnable-but-not-running time, whatever holds
+//! the task back: a task held by its own cgroup's cpu.max quota counts as
+//! waiting too (as it does for the LC wait figures).
+//!
+//! `--timeline FILE` writes every run segment of the window (optionally of
+//! `--timeline-window START_S:END_S`) as CSV (module `timeline`), for
+//! scripts/plot-timeline.py. It turns on the comm recording of `--per-task`,
+//! and the segments are kept in memory until the window closes (about 40
+//! bytes each): limit long traces with `--timeline-window`.
+//!
 //! Start-up: tracing starts, then a BPF task iterator snapshots which task is
 //! current on each CPU and which tasks are already queued (they count as
 //! waiting since tracing started). The window opens once the snapshot is
@@ -57,7 +80,8 @@
 //! `decode` (ring buffer records to [`Event`]s), [`replay`] (events to
 //! figures), `cgroups` (`--cgroup` paths and cgroup ids), `run` (one traced
 //! window, start to finish), `report` (the JSON report and its summary),
-//! `sys` (host helpers: clocks, CPU lists, the cgroup v2 mount).
+//! `timeline` (the `--timeline` CSV), `sys` (host helpers: clocks, CPU
+//! lists, the cgroup v2 mount).
 
 use anyhow::{Context, Result};
 
@@ -69,12 +93,14 @@ pub mod replay;
 mod report;
 mod run;
 mod sys;
+mod timeline;
 
 pub use args::TraceArgs;
 pub use decode::decode_event;
 pub use replay::{CpuMask, CpuStats, Diagnostics, Event, EventKind, Tier, WaitSummary, Wake};
 pub use report::{
-    CgroupCpuTime, CgroupReport, GraceRow, PerCpu, TaskRow, TraceDiagnostics, TraceReport,
+    CgroupCpuTime, CgroupReport, GraceRow, PerCpu, TaskRow, TimelineReport, TraceDiagnostics,
+    TraceReport,
 };
 pub use run::{run, SENSITIVITY_GRACES_US};
 pub use sys::{cgroup2_root, monotonic_ns, parse_cpu_list};
@@ -101,6 +127,15 @@ pub fn cli_main(args: &TraceArgs) -> Result<()> {
     eprintln!("{}", report.verdict());
     for l in report.cgroup_lines() {
         eprintln!("schedbe trace: {l}");
+    }
+    if let Some(t) = &report.timeline {
+        eprintln!(
+            "schedbe trace: timeline: {} run segments ({:.3} s to {:.3} s of the window) written to {}",
+            t.segments,
+            t.start_s,
+            t.end_s,
+            t.path.display()
+        );
     }
     for w in &report.warnings {
         eprintln!("schedbe trace: warning: {w}");

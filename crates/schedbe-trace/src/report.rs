@@ -82,6 +82,34 @@ pub struct CgroupReport {
     pub time_at_cpus_ms: Vec<f64>,
     /// cgroups in its subtree, itself included, at the last walk.
     pub nr_cgroups: usize,
+    /// Its CPU request (`--cgroup PATH=REQ`), in CPUs; the reservation
+    /// figures below are there only with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_cpus: Option<f64>,
+    /// Time its tasks ran on fewer CPUs than its request while one of them
+    /// waited for a CPU and another `--cgroup` with a request ran on more
+    /// CPUs than its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_inversion_ms: Option<f64>,
+    /// The longest uninterrupted interval of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_inversion_longest_ms: Option<f64>,
+    /// The part of it during which each other cgroup (by key) was above its
+    /// request; non-zero entries only. Several can be above at once, so
+    /// these can add up to more than the total.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reservation_inversion_by_ms: BTreeMap<String, f64>,
+}
+
+/// Where `--timeline` wrote the run segments.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct TimelineReport {
+    pub path: PathBuf,
+    /// Rows written (run segments).
+    pub segments: usize,
+    /// The part of the window it covers, in seconds from the window's start.
+    pub start_s: f64,
+    pub end_s: f64,
 }
 
 /// The JSON report of `schedbe trace`. Times in nanoseconds unless the name
@@ -112,6 +140,9 @@ pub struct TraceReport {
     /// Per `--cgroup`, keyed by the path as given (absent without `--cgroup`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cgroups: BTreeMap<String, CgroupReport>,
+    /// The `--timeline` file (absent without `--timeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineReport>,
     /// LC tasks still waiting when the window closed (their time is in lc_wait_ns).
     pub lc_waits_open_at_end: u64,
     /// The window, in CLOCK_MONOTONIC nanoseconds.
@@ -166,8 +197,9 @@ impl TraceReport {
         s
     }
 
-    /// One line per `--cgroup`: the most CPUs at once, CPU time by tier, and
-    /// the share of the window spent at each number of CPUs.
+    /// One line per `--cgroup`: the most CPUs at once, CPU time by tier, the
+    /// share of the window spent at each number of CPUs, and with a request
+    /// the reservation inversion.
     pub fn cgroup_lines(&self) -> Vec<String> {
         let window_ms = self.duration_ns as f64 / 1e6;
         self.cgroups
@@ -183,7 +215,7 @@ impl TraceReport {
                         format!("{k}: {pct:.1}%")
                     })
                     .collect();
-                format!(
+                let mut line = format!(
                     "cgroup {key}: at most {} CPUs at once; CPU {:.1} ms (LC {:.1}, BE {:.1}, other {:.1}); time at k CPUs: {}",
                     c.max_cpus,
                     t.total,
@@ -191,7 +223,22 @@ impl TraceReport {
                     t.be,
                     t.other,
                     at.join(", ")
-                )
+                );
+                if let (Some(req), Some(inv)) = (c.request_cpus, c.reservation_inversion_ms) {
+                    line.push_str(&format!(
+                        "; request {req} CPUs: reservation inversion {inv:.3} ms (longest {:.3} ms)",
+                        c.reservation_inversion_longest_ms.unwrap_or(0.0)
+                    ));
+                    if !c.reservation_inversion_by_ms.is_empty() {
+                        let by: Vec<String> = c
+                            .reservation_inversion_by_ms
+                            .iter()
+                            .map(|(b, ms)| format!("{b} {ms:.3} ms"))
+                            .collect();
+                        line.push_str(&format!(", while above their requests: {}", by.join(", ")));
+                    }
+                }
+                line
             })
             .collect()
     }
@@ -201,10 +248,10 @@ impl TraceReport {
 mod tests {
     use super::*;
 
-    #[test]
-    fn report_json_shape() {
-        let r = TraceReport {
-            duration_ns: 1,
+    /// A report of a `duration_ns` window with nothing in it.
+    fn empty_report(duration_ns: u64) -> TraceReport {
+        TraceReport {
+            duration_ns,
             grace_ns: 50_000,
             nr_cpus: 1,
             events: 0,
@@ -212,6 +259,26 @@ mod tests {
             totals: CpuStats::default(),
             inversion_frac: 0.0,
             idle_while_lc_waits_frac: 0.0,
+            inversion_by_grace: vec![],
+            per_cpu: vec![],
+            lc_wait_us: WaitSummary::default(),
+            tasks: None,
+            cgroups: BTreeMap::new(),
+            timeline: None,
+            lc_waits_open_at_end: 0,
+            window_start_ns: 0,
+            window_end_ns: duration_ns,
+            be_cgroup_patterns: vec![],
+            be_cgroup_root: None,
+            be_cgroups_matched: 0,
+            diagnostics: TraceDiagnostics::default(),
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn report_json_shape() {
+        let r = TraceReport {
             inversion_by_grace: vec![GraceRow { grace_us: 200, inversion_ns: 0, inversion_frac: 0.0 }],
             per_cpu: vec![PerCpu {
                 cpu: 0,
@@ -220,17 +287,7 @@ mod tests {
                     ..Default::default()
                 },
             }],
-            lc_wait_us: WaitSummary::default(),
-            tasks: None,
-            cgroups: BTreeMap::new(),
-            lc_waits_open_at_end: 0,
-            window_start_ns: 0,
-            window_end_ns: 1,
-            be_cgroup_patterns: vec![],
-            be_cgroup_root: None,
-            be_cgroups_matched: 0,
-            diagnostics: TraceDiagnostics::default(),
-            warnings: vec![],
+            ..empty_report(1)
         };
         let v: serde_json::Value = serde_json::to_value(&r).unwrap();
         for k in [
@@ -292,6 +349,10 @@ mod tests {
                 },
                 time_at_cpus_ms: vec![1.0, 6.0, 3.0],
                 nr_cgroups: 3,
+                request_cpus: None,
+                reservation_inversion_ms: None,
+                reservation_inversion_longest_ms: None,
+                reservation_inversion_by_ms: BTreeMap::new(),
             },
         );
         let v: serde_json::Value = serde_json::to_value(&r).unwrap();
@@ -301,6 +362,8 @@ mod tests {
         assert_eq!(c["cpu_time_ms"]["lc"], 12.0);
         assert_eq!(c["cpu_time_ms"]["total"], 12.5);
         assert_eq!(c["time_at_cpus_ms"], serde_json::json!([1.0, 6.0, 3.0]));
+        assert!(c.get("request_cpus").is_none() && c.get("reservation_inversion_ms").is_none());
+        assert!(v.get("timeline").is_none(), "timeline only with --timeline");
         assert_eq!(v["diagnostics"]["cgroup_walks"], 0);
         let back: TraceReport = serde_json::from_value(v).unwrap();
         assert_eq!(back.cgroups, r.cgroups);
@@ -309,5 +372,58 @@ mod tests {
             vec!["cgroup kubepods.slice/pod1: at most 2 CPUs at once; CPU 12.5 ms (LC 12.0, BE 0.5, other 0.0); \
                   time at k CPUs: 0: 10.0%, 1: 60.0%, 2: 30.0%"]
         );
+    }
+
+    #[test]
+    fn reservation_and_timeline_in_the_report() {
+        let pod = |req: Option<f64>, inv: Option<f64>, by: &[(&str, f64)]| CgroupReport {
+            path: "/sys/fs/cgroup/k/p".into(),
+            id: 1,
+            max_cpus: 1,
+            cpu_time_ms: CgroupCpuTime::default(),
+            time_at_cpus_ms: vec![5.0, 5.0],
+            nr_cgroups: 1,
+            request_cpus: req,
+            reservation_inversion_ms: inv,
+            reservation_inversion_longest_ms: inv.map(|x| x / 2.0),
+            reservation_inversion_by_ms: by.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        };
+        let mut cgroups = BTreeMap::new();
+        cgroups.insert("a".to_string(), pod(Some(1.5), Some(2.0), &[("b", 2.0)]));
+        cgroups.insert("b".to_string(), pod(Some(2.0), Some(0.0), &[]));
+        cgroups.insert("c".to_string(), pod(None, None, &[]));
+        let r = TraceReport {
+            cgroups,
+            timeline: Some(TimelineReport {
+                path: "t.csv".into(),
+                segments: 12,
+                start_s: 0.0,
+                end_s: 0.01,
+            }),
+            ..empty_report(10_000_000)
+        };
+        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        let a = &v["cgroups"]["a"];
+        assert_eq!(a["request_cpus"], 1.5);
+        assert_eq!(a["reservation_inversion_ms"], 2.0);
+        assert_eq!(a["reservation_inversion_longest_ms"], 1.0);
+        assert_eq!(a["reservation_inversion_by_ms"], serde_json::json!({"b": 2.0}));
+        assert_eq!(v["cgroups"]["b"]["reservation_inversion_ms"], 0.0);
+        assert!(v["cgroups"]["b"].get("reservation_inversion_by_ms").is_none());
+        assert!(v["cgroups"]["c"].get("reservation_inversion_ms").is_none());
+        assert_eq!(v["timeline"]["segments"], 12);
+        let back: TraceReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back.cgroups, r.cgroups);
+        assert_eq!(back.timeline, r.timeline);
+        let lines = r.cgroup_lines();
+        assert!(
+            lines[0].ends_with(
+                "; request 1.5 CPUs: reservation inversion 2.000 ms (longest 1.000 ms), while above their requests: b 2.000 ms"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].ends_with("; request 2 CPUs: reservation inversion 0.000 ms (longest 0.000 ms)"), "{}", lines[1]);
+        assert!(lines[2].ends_with("time at k CPUs: 0: 50.0%, 1: 50.0%"), "no request: {}", lines[2]);
     }
 }

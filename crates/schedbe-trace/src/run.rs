@@ -20,8 +20,9 @@ use crate::bpf::bpf_skel::TraceSkelBuilder;
 use crate::bpf::{bump_memlock, comm_of, sync_be_cgroups, RINGBUF_BYTES};
 use crate::decode::decode_event;
 use crate::replay::{Event, EventKind, Replay, ReplayConfig};
-use crate::report::{GraceRow, PerCpu, TaskRow, TraceDiagnostics, TraceReport};
+use crate::report::{GraceRow, PerCpu, TaskRow, TimelineReport, TraceDiagnostics, TraceReport};
 use crate::sys::{cgroup2_root, check_privileges, monotonic_ns, parse_cpu_list};
+use crate::timeline;
 
 /// How often userspace drains the ring buffer.
 const POLL_NS: u64 = 10_000_000;
@@ -42,10 +43,10 @@ const SNAPSHOT_MARGIN_NS: u64 = 1_000_000;
 
 /// Load the tracer, record one window, replay it and return the report.
 pub fn run(args: &TraceArgs) -> Result<TraceReport> {
-    validate(args)?;
+    let checked = validate(args)?;
     // --cgroup paths are checked (and their subtrees walked) first of all
     let cg_root = cgroup2_root();
-    let mut watch = CgroupWatch::new(&args.cgroups, cg_root.as_deref())?;
+    let mut watch = CgroupWatch::new(&checked.cgroups, cg_root.as_deref())?;
     check_privileges()?;
     let rules = be_rules(args)?;
     let grace_ns = args.grace_us * 1000;
@@ -78,7 +79,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
             .as_deref_mut()
             .context("the tracer's BPF rodata is not mapped")?;
         ro.mask_words = mask_words;
-        ro.record_comm = args.per_task;
+        ro.record_comm = args.per_task || args.timeline.is_some();
         ro.record_cgroup = watch.is_some();
     }
     open.maps
@@ -173,6 +174,12 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
     let snap_done = monotonic_ns();
     let window_start = (snap_done + SNAPSHOT_MARGIN_NS).max(trace_start + grace_ns);
     let window_end = window_start + duration_ns;
+    // the timeline's part of the window, in CLOCK_MONOTONIC ns
+    let timeline_range = args.timeline.as_ref().map(|_| {
+        checked.timeline_window.map_or((window_start, window_end), |(a, b)| {
+            (window_start + a, window_start + b)
+        })
+    });
     let mut replay = Replay::new(ReplayConfig {
         nr_cpus: nr_possible,
         online: online.clone(),
@@ -184,6 +191,8 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         reorder_ns: REORDER_NS,
         keep_exited: args.per_task,
         nr_cgroups: watch.as_ref().map_or(0, |w| w.targets.len()),
+        requests: watch.as_ref().map(|w| w.requests()).unwrap_or_default(),
+        timeline: timeline_range,
     });
     if let Some(w) = &watch {
         for (id, set) in w.mapped() {
@@ -244,7 +253,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
     let dropped = unsafe { std::ptr::read_volatile(&bss.nr_dropped) };
     drop(links);
 
-    let res = replay.finish();
+    let mut res = replay.finish();
     let t = res.totals;
     let frac = |x: u64| {
         if t.cpu_ns > 0 {
@@ -295,6 +304,29 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
             ));
         }
     }
+    let nr_requests = watch
+        .as_ref()
+        .map_or(0, |w| w.targets.iter().filter(|t| t.request_milli.is_some()).count());
+    if nr_requests == 1 {
+        warnings.push(
+            "only one --cgroup has a CPU request (PATH=REQ): its reservation inversion needs another one above its request, so it is 0".into(),
+        );
+    }
+    let timeline = match (&args.timeline, timeline_range) {
+        (Some(path), Some((from, to))) => {
+            let segments = std::mem::take(&mut res.segments);
+            let labels = watch.as_ref().map(|w| w.labels()).unwrap_or_default();
+            let mut comm = |pid| comm_of(&skel.maps.comms, pid);
+            let n = timeline::write_file(path, &segments, window_start, &labels, &mut comm)?;
+            Some(TimelineReport {
+                path: path.clone(),
+                segments: n,
+                start_s: (from - window_start) as f64 / 1e9,
+                end_s: (to - window_start) as f64 / 1e9,
+            })
+        }
+        _ => None,
+    };
     if undecodable.get() > 0 {
         warnings.push(format!(
             "{} ring buffer records could not be decoded",
@@ -342,6 +374,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         lc_wait_us: res.lc_wait,
         tasks,
         cgroups: watch.as_ref().map(|w| w.report(&res.cgroups)).unwrap_or_default(),
+        timeline,
         lc_waits_open_at_end: res.lc_waits_open_at_end,
         window_start_ns: window_start,
         window_end_ns: window_end,

@@ -14,8 +14,9 @@
  *                      prev stays runnable (preempted: preempt || prev_state
  *                      == TASK_RUNNING), prev's tier and allowed-CPU mask,
  *                      because prev then starts waiting; TASK_DEAD is flagged.
- *   sched_waking       pid, tier, mask: the task becomes runnable (the
- *                      earliest point the kernel reports).
+ *   sched_waking       pid, tier, mask (and, with --cgroup, its cgroup v2
+ *                      id): the task becomes runnable (the earliest point
+ *                      the kernel reports).
  *   sched_wakeup       pid, runqueue cpu: the task is on a runqueue now. Needed
  *                      to pair with sched_waking: a waking that lands while
  *                      the task is still on its CPU is either absorbed
@@ -23,12 +24,12 @@
  *                      or races with its switch-out (the task is runnable as
  *                      soon as it is off the CPU); userspace tells the two
  *                      apart by where the wakeup falls.
- *   sched_wakeup_new   pid, tier, mask: a new task is runnable.
+ *   sched_wakeup_new   pid, tier, mask (cgroup id): a new task is runnable.
  *   sched_migrate_task pid, dest cpu, mask: keeps the mask of a waiting task
  *                      current when its affinity changes.
- *   task iterator      a one-shot snapshot at start (the task on each CPU, with
- *                      its cgroup id under --cgroup, and queued-but-not-running
- *                      tasks) so the window does not start blind: tasks
+ *   task iterator      a one-shot snapshot at start (the task on each CPU and
+ *                      queued-but-not-running tasks, with their cgroup ids
+ *                      under --cgroup) so the window does not start blind: tasks
  *                      already running or waiting before tracing started are
  *                      known.
  *
@@ -38,9 +39,10 @@
  * are "other" (above both tiers). Only what the replay needs is computed: the
  * tier of a task that starts running or starts waiting.
  *
- * cgroup ids (--cgroup) are recorded raw, for the task that starts running;
- * userspace maps them to the requested cgroups (a subtree walk), so no
- * ancestor walk happens here.
+ * cgroup ids (--cgroup) are recorded raw, for the task that starts running
+ * or becomes runnable (a waiting task's cgroup is needed for the reservation
+ * inversion); userspace maps them to the requested cgroups (a subtree walk),
+ * so no ancestor walk happens here.
  *
  * Kept small on purpose: every handler runs in the scheduler's hot path with
  * IRQs off. No per-task state here; all reasoning happens in userspace.
@@ -255,6 +257,8 @@ static __always_inline int wake_event(struct task_struct *p, u8 type)
 	e->pid = p->pid;
 	e->tier = tier_of(p);
 	e->aux = task_cpu_of(p);
+	if (record_cgroup)
+		e->cgid = task_cgid(p);
 	fill_mask(e, p);
 	submit(e);
 	return 0;
@@ -350,7 +354,7 @@ int tr_snapshot(struct bpf_iter__task *ctx)
 	e->tier = tier_of(p);
 	if (type == TEV_INIT_RUNNABLE)
 		fill_mask(e, p);
-	else if (record_cgroup)
+	if (record_cgroup)
 		e->cgid = task_cgid(p);
 	submit(e);
 	return 0;

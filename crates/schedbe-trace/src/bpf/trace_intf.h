@@ -54,8 +54,8 @@ struct sbt_event {
 	unsigned int		aux;		/* MIGRATE: dest cpu; wakeups, INIT_*: task_cpu() */
 	/*
 	 * cgroup v2 id (kernfs node id == directory inode) of pid, recorded only
-	 * with record_cgroup (--cgroup) and only for SWITCH (next) and INIT_CURR;
-	 * 0 otherwise.
+	 * with record_cgroup (--cgroup) and only for SWITCH (next), WAKING,
+	 * WAKEUP_NEW, INIT_CURR and INIT_RUNNABLE; 0 otherwise.
 	 */
 	unsigned long long	cgid;
 	/* allowed CPUs of pid (SWITCH: of prev, when runnable), CPU i = bit i % 64 of word i / 64 */

@@ -13,22 +13,25 @@
 //! snapshot). Every time an occupant changes, the affected cgroups'
 //! "CPUs running it" counters change and the time spent at the previous
 //! count is settled, clipped to the window.
+//!
+//! Each cgroup also counts its waiting tasks (a waiting task counts for the
+//! set it was last seen in: switched in, woken, or found by the snapshot),
+//! which with the running count is what the reservation inversion
+//! ([`super::reservation`]) needs.
 
 use std::collections::HashMap;
 
+use super::cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
+use super::reservation::Reservation;
 use super::state::Occ;
 use super::{CgroupStats, Replay, Tier};
-
-/// Bit `i`: requested cgroup `i`.
-pub type CgroupSet = u64;
-
-/// How many cgroups one replay can follow (bits of a [`CgroupSet`]).
-pub const MAX_CGROUPS: usize = CgroupSet::BITS as usize;
 
 #[derive(Clone, Debug, Default)]
 struct Group {
     /// CPUs whose occupant is in this cgroup, now.
     running: u32,
+    /// Its tasks waiting for a CPU, now.
+    waiting: u32,
     /// `time_at` is settled up to here.
     since: u64,
     /// `time_at[k]`: time in the window with exactly `k` CPUs running it.
@@ -45,16 +48,21 @@ pub(super) struct Cgroups {
     groups: Vec<Group>,
     window_start: u64,
     window_end: u64,
+    reservation: Reservation,
 }
 
 impl Cgroups {
-    pub(super) fn new(n: usize, window_start: u64, window_end: u64) -> Self {
+    /// `n` requested cgroups; `requests[i]`, the CPU request of cgroup `i`
+    /// in milli-CPUs (missing: none).
+    pub(super) fn new(n: usize, requests: &[Option<u64>], window_start: u64, window_end: u64) -> Self {
         assert!(n <= MAX_CGROUPS, "at most {MAX_CGROUPS} cgroups");
+        let requests = (0..n).map(|i| requests.get(i).copied().flatten()).collect();
         Cgroups {
             members: HashMap::new(),
             groups: vec![Group::default(); n],
             window_start,
             window_end,
+            reservation: Reservation::new(requests, window_start, window_end),
         }
     }
 
@@ -84,27 +92,42 @@ impl Cgroups {
 
     /// A CPU's occupant changes at `now` from one in `old` to one in `new`.
     fn change(&mut self, old: CgroupSet, new: CgroupSet, now: u64) {
+        self.count(old, new, now, |g| &mut g.running);
+    }
+
+    /// A task waiting since before `now` in `old` now waits in `new` (0: it
+    /// starts or stops waiting).
+    pub(super) fn wait_change(&mut self, old: CgroupSet, new: CgroupSet, now: u64) {
+        if self.reservation.active() {
+            self.count(old, new, now, |g| &mut g.waiting);
+        }
+    }
+
+    /// One counter (`which`) of each group moves by one at `now`: down in
+    /// the groups only in `old`, up in those only in `new`.
+    fn count(&mut self, old: CgroupSet, new: CgroupSet, now: u64, which: fn(&mut Group) -> &mut u32) {
+        let n = self.groups.len();
         for (set, up) in [(old & !new, false), (new & !old, true)] {
-            let mut m = set;
-            while m != 0 {
-                let g = m.trailing_zeros() as usize;
-                m &= m - 1;
-                if g >= self.groups.len() {
-                    continue;
-                }
+            for g in bits(set).filter(|&g| g < n) {
                 self.settle(g, now);
-                let r = &mut self.groups[g].running;
-                *r = if up { *r + 1 } else { r.saturating_sub(1) };
+                let c = which(&mut self.groups[g]);
+                *c = if up { *c + 1 } else { c.saturating_sub(1) };
+                self.refresh(g, now);
             }
+        }
+    }
+
+    /// Tell the reservation accounting group `g`'s counts.
+    fn refresh(&mut self, g: usize, now: u64) {
+        if self.reservation.active() {
+            let gr = &self.groups[g];
+            self.reservation.refresh(g, gr.running, gr.waiting, now);
         }
     }
 
     /// `d` ns (already clipped to the window) of a `tier` task in `set` on a CPU.
     pub(super) fn charge(&mut self, set: CgroupSet, tier: Tier, d: u64) {
-        let mut m = set;
-        while m != 0 {
-            let g = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for g in bits(set) {
             let Some(gr) = self.groups.get_mut(g) else {
                 continue;
             };
@@ -120,8 +143,10 @@ impl Cgroups {
     /// Close the window: one [`CgroupStats`] per requested cgroup.
     pub(super) fn finish(&mut self) -> Vec<CgroupStats> {
         let end = self.window_end;
+        let reservations = self.reservation.finish();
         (0..self.groups.len())
-            .map(|g| {
+            .zip(reservations)
+            .map(|(g, reservation)| {
                 self.settle(g, end);
                 let gr = &self.groups[g];
                 // the most CPUs held for a non-zero time: simultaneous events
@@ -135,6 +160,7 @@ impl Cgroups {
                     be_ns: gr.be_ns,
                     other_ns: gr.other_ns,
                     time_at_cpus_ns: time_at,
+                    reservation,
                 }
             })
             .collect()
@@ -152,8 +178,12 @@ impl Replay {
         }
     }
 
-    /// Replace CPU `c`'s occupant at `now`, keeping the per-cgroup counts.
+    /// Replace CPU `c`'s occupant at `now`, keeping the per-cgroup counts
+    /// and the timeline.
     pub(super) fn set_occupant(&mut self, c: usize, occ: Option<Occ>, now: u64) {
+        if let Some(o) = self.cpus[c].occ {
+            self.record_segment(c, &o, now);
+        }
         let old = self.cpus[c].occ.map_or(0, |o| o.cgroups);
         let new = occ.map_or(0, |o| o.cgroups);
         if old != new {

@@ -65,6 +65,8 @@ pub struct Wake {
     pub mask: CpuMask,
     /// task_cpu() at the event: the runqueue the task is (or will be) on.
     pub task_cpu: u32,
+    /// cgroup v2 id of the task (0: not recorded; only with `--cgroup`).
+    pub cgroup: u64,
 }
 
 /// sched_switch: what the replay needs of one.
@@ -127,12 +129,16 @@ pub struct Event {
 
 impl Event {
     /// The cgroup id this event carries, if any: that of a task starting to
-    /// run (switched in, or found running by the snapshot).
+    /// run (switched in, or found running by the snapshot) or becoming
+    /// runnable (woken, new, or found queued by the snapshot).
     pub fn cgroup(&self) -> Option<u64> {
-        match self.kind {
-            EventKind::Switch(Switch { next_cgroup, .. }) => Some(next_cgroup),
-            EventKind::InitCurr { cgroup, .. } => Some(cgroup),
-            _ => None,
+        match &self.kind {
+            EventKind::Switch(Switch { next_cgroup, .. }) => Some(*next_cgroup),
+            EventKind::InitCurr { cgroup, .. } => Some(*cgroup),
+            EventKind::Waking(w) | EventKind::WakeupNew(w) | EventKind::InitRunnable(w) => {
+                Some(w.cgroup)
+            }
+            EventKind::Wakeup { .. } | EventKind::Migrate { .. } | EventKind::InitDone => None,
         }
         .filter(|&id| id != 0)
     }

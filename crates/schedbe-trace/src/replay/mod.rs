@@ -27,7 +27,15 @@
 //!   window (two CPUs handing over at the same nanosecond are not an
 //!   overlap);
 //! * **CPU time** of `g`, by the tier its tasks had when switched in; it
-//!   equals the sum over `k` of `k` x time at `k` CPUs.
+//!   equals the sum over `k` of `k` x time at `k` CPUs;
+//! * **reservation inversion** (cgroups given a CPU request, `requests`):
+//!   the time `g` ran on fewer CPUs than its request while one of its tasks
+//!   waited (a waiting task counts with the cgroup it was last seen in,
+//!   switched in, woken or found by the snapshot) and another cgroup with a
+//!   request ran on more CPUs than its own; see `reservation`.
+//!
+//! With `timeline`, every interval a task occupied a CPU is also kept as a
+//! [`Segment`].
 //!
 //! Between two events the waiting set is constant, so for an interval
 //! `[a, b)` during which `c` runs BE (or idles) the inversion is
@@ -54,7 +62,8 @@
 //! Layout: `event` (the input), `stats` (the output), `state` (per-CPU and
 //! per-task state), `process` (one event at a time), `cpu` (per-CPU time
 //! accounting), `wait` (waiting-task transitions), `cgroup` (per-cgroup
-//! concurrency).
+//! concurrency and waiting tasks), `reservation` (reservation inversion
+//! between cgroups with CPU requests), `timeline` (run segments).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -62,19 +71,25 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use hdrhistogram::Histogram;
 
 mod cgroup;
+mod cgroup_set;
 mod cpu;
 mod event;
 mod process;
+mod reservation;
 mod state;
 mod stats;
+mod timeline;
 mod wait;
 
 #[cfg(test)]
 mod tests;
 
-pub use cgroup::{CgroupSet, MAX_CGROUPS};
+pub use cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
 pub use event::{CpuMask, Event, EventKind, Pid, Switch, Tier, Wake};
-pub use stats::{CgroupStats, CpuStats, Diagnostics, ReplayResult, TaskStats, WaitSummary};
+pub use stats::{
+    CgroupStats, CpuStats, Diagnostics, ReplayResult, ReservationStats, TaskStats, WaitSummary,
+};
+pub use timeline::Segment;
 use cgroup::Cgroups;
 use state::{CpuState, Queued, TState, Task};
 
@@ -100,6 +115,13 @@ pub struct ReplayConfig {
     /// Requested cgroups to follow (at most [`MAX_CGROUPS`]); ids are mapped
     /// to them with [`Replay::map_cgroup`].
     pub nr_cgroups: usize,
+    /// CPU requests of the requested cgroups, in milli-CPUs, by index (None
+    /// or missing: no request): the reservation inversion is computed
+    /// between those that have one.
+    pub requests: Vec<Option<u64>>,
+    /// Keep the run segments within [from, to) (CLOCK_MONOTONIC ns) for the
+    /// timeline; None: keep none.
+    pub timeline: Option<(u64, u64)>,
 }
 
 pub struct Replay {
@@ -122,6 +144,8 @@ pub struct Replay {
     by_grace: Vec<u64>,
     /// Per-cgroup concurrency (`cfg.nr_cgroups`).
     cgroups: Cgroups,
+    /// Run segments for the timeline (`cfg.timeline`).
+    segments: Vec<Segment>,
 }
 
 impl Replay {
@@ -141,7 +165,8 @@ impl Replay {
             processed: 0,
             diag: Diagnostics::default(),
             by_grace: vec![0; cfg.extra_graces_ns.len()],
-            cgroups: Cgroups::new(cfg.nr_cgroups, cfg.window_start, cfg.window_end),
+            cgroups: Cgroups::new(cfg.nr_cgroups, &cfg.requests, cfg.window_start, cfg.window_end),
+            segments: Vec::new(),
             cfg,
         }
     }
@@ -183,6 +208,7 @@ impl Replay {
         // Close what is still open at the end of the window.
         for c in 0..self.cpus.len() {
             if let Some(o) = self.cpus[c].occ {
+                self.record_segment(c, &o, end);
                 if o.pid != 0 {
                     let d = self.clip(o.since, end);
                     self.task(o.pid).run_ns += d;
@@ -265,6 +291,7 @@ impl Replay {
             diag: self.diag,
             inversion_by_grace: self.cfg.extra_graces_ns.iter().copied().zip(self.by_grace.iter().copied()).collect(),
             cgroups: self.cgroups.finish(),
+            segments: self.segments,
         }
     }
 

@@ -18,6 +18,7 @@ impl Replay {
             }
             EventKind::Waking(w) => {
                 self.set_tier(w.pid, w.tier, now);
+                self.note_cgroup(w.pid, w.cgroup, now);
                 match self.task(w.pid).state {
                     TState::Running(_) => self.task(w.pid).pending = Some((w.tier, w.mask)),
                     TState::Waiting => self.update_waiter(w.pid, now, None, Some(w.mask)),
@@ -46,6 +47,7 @@ impl Replay {
             }
             EventKind::WakeupNew(w) => {
                 self.set_tier(w.pid, w.tier, now);
+                self.note_cgroup(w.pid, w.cgroup, now);
                 self.start_wait(w.pid, now, now, w.tier, w.mask, Some(w.task_cpu));
             }
             EventKind::Migrate { pid, dest, mask } => {
@@ -92,12 +94,14 @@ impl Replay {
                     t.tier = Some(tier);
                     t.state = TState::Running(on_cpu);
                     t.last_cpu = Some(on_cpu);
+                    t.cgroups = occ.cgroups;
                 }
             }
             EventKind::InitRunnable(w) => {
                 // Only tasks no event has told us about yet: they have been
                 // runnable since before tracing started.
                 if w.pid != 0 && !self.tasks.contains_key(&w.pid) {
+                    self.note_cgroup(w.pid, w.cgroup, now);
                     let since = self.cfg.trace_start.min(now);
                     self.start_wait(w.pid, now, since, w.tier, w.mask, Some(w.task_cpu));
                 }
@@ -177,6 +181,8 @@ impl Replay {
                 TState::Running(other) if other != c as u32 => self.diag.inconsistent_switches += 1,
                 _ => {}
             }
+            // after end_wait: the wait ends in the cgroups it was counted in
+            self.note_cgroup(next, next_cgroup, now);
             let t = self.task(next);
             t.state = TState::Running(c as u32);
             t.pending = None;

@@ -41,6 +41,9 @@ pub(super) struct Task {
     pub(super) pending: Option<(Tier, CpuMask)>,
     /// Runqueue CPU, as far as the events tell.
     pub(super) last_cpu: Option<u32>,
+    /// Requested cgroups it was in when last seen (switched in, woken, found
+    /// by the snapshot); while it waits it counts as waiting in these.
+    pub(super) cgroups: CgroupSet,
     pub(super) run_ns: u64,
     pub(super) wait_ns: u64,
     pub(super) inversion_ns: u64,
@@ -55,6 +58,7 @@ impl Default for Task {
             mask: CpuMask::ALL,
             pending: None,
             last_cpu: None,
+            cgroups: 0,
             run_ns: 0,
             wait_ns: 0,
             inversion_ns: 0,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::timeline::Segment;
 use super::Pid;
 use super::Tier;
 
@@ -100,6 +101,25 @@ pub struct CgroupStats {
     /// `time_at_cpus_ns[k]`: time with exactly `k` CPUs running its tasks,
     /// `k = 0..=max_cpus`; sums to the window length.
     pub time_at_cpus_ns: Vec<u64>,
+    /// Its reservation inversion, when it was given a CPU request.
+    #[serde(default)]
+    pub reservation: Option<ReservationStats>,
+}
+
+/// Reservation inversion of one requested cgroup with a CPU request (see
+/// the `reservation` module for the definition), within the window.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationStats {
+    /// Its request, in milli-CPUs.
+    pub request_milli: u64,
+    /// Time it ran on fewer CPUs than its request with a task waiting while
+    /// another cgroup with a request ran on more than its own.
+    pub inversion_ns: u64,
+    /// The longest uninterrupted stretch of it.
+    pub longest_ns: u64,
+    /// `by_ns[b]`: the part during which requested cgroup `b` was above its
+    /// request (these overlap when several are above at once).
+    pub by_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -118,4 +138,7 @@ pub struct ReplayResult {
     pub inversion_by_grace: Vec<(u64, u64)>,
     /// One per requested cgroup (`ReplayConfig::nr_cgroups`), in order.
     pub cgroups: Vec<CgroupStats>,
+    /// Run segments for the timeline (`ReplayConfig::timeline`), in the
+    /// order they ended.
+    pub segments: Vec<Segment>,
 }

@@ -33,6 +33,23 @@ impl Replay {
         if cpu.is_some() {
             t.last_cpu = cpu;
         }
+        let set = t.cgroups;
+        self.cgroups.wait_change(0, set, now);
+    }
+
+    /// Task `pid` is in cgroup `id` (0: not recorded, nothing changes). A
+    /// waiting task then waits in the requested cgroups of `id`.
+    pub(super) fn note_cgroup(&mut self, pid: Pid, id: u64, now: u64) {
+        if id == 0 || pid == 0 {
+            return;
+        }
+        let set = self.cgroups.set_of(id);
+        let t = self.task(pid);
+        let (old, waiting) = (t.cgroups, t.state == TState::Waiting);
+        t.cgroups = set;
+        if waiting {
+            self.cgroups.wait_change(old, set, now);
+        }
     }
 
     /// Tier and/or mask of an already waiting task changed.
@@ -104,5 +121,7 @@ impl Replay {
         let t = self.task(pid);
         t.wait_ns += d;
         t.state = TState::Sleeping;
+        let set = t.cgroups;
+        self.cgroups.wait_change(set, 0, now);
     }
 }

@@ -2,15 +2,6 @@
 
 use super::*;
 
-/// `next` (in cgroup `cg`) switched in on `cpu`; prev blocks.
-fn sw_cg(ts: u64, cpu: u32, prev: Pid, next: Pid, next_tier: Tier, cg: u64) -> Event {
-    let mut e = sw(ts, cpu, prev, next, next_tier);
-    if let EventKind::Switch(Switch { next_cgroup, .. }) = &mut e.kind {
-        *next_cgroup = cg;
-    }
-    e
-}
-
 fn init_curr(ts: u64, pid: Pid, tier: Tier, on_cpu: u32, cg: u64) -> Event {
     Event {
         ts,
@@ -27,7 +18,7 @@ fn init_curr(ts: u64, pid: Pid, tier: Tier, on_cpu: u32, cg: u64) -> Event {
 /// Replay `evs` following `n` cgroups, with `map` (cgroup id, set) known up
 /// front, and check what holds for every cgroup: the histogram covers the
 /// window, ends at `max_cpus`, and adds up to the cgroup's CPU time.
-fn run_cg(
+pub(super) fn run_cg(
     mut c: ReplayConfig,
     n: usize,
     map: &[(u64, CgroupSet)],

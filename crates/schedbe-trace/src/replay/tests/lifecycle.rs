@@ -224,6 +224,7 @@ fn wide_masks_beyond_64_cpus() {
         tier: Tier::Lc,
         mask: CpuMask::from_words(&m),
         task_cpu: 70,
+        cgroup: 0,
     };
     let evs = vec![
         sw(0, 69, 0, 100, Tier::Be),

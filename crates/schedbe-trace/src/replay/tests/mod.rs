@@ -17,6 +17,8 @@ fn cfg(n: usize) -> ReplayConfig {
         reorder_ns: MS,
         keep_exited: true,
         nr_cgroups: 0,
+        requests: vec![],
+        timeline: None,
     }
 }
 
@@ -35,6 +37,15 @@ fn sw(ts: u64, cpu: u32, prev: Pid, next: Pid, next_tier: Tier) -> Event {
             next_cgroup: 0,
         }),
     }
+}
+
+/// `next` (in cgroup `cg`) switched in on `cpu`; prev blocks.
+fn sw_cg(ts: u64, cpu: u32, prev: Pid, next: Pid, next_tier: Tier, cg: u64) -> Event {
+    let mut e = sw(ts, cpu, prev, next, next_tier);
+    if let EventKind::Switch(Switch { next_cgroup, .. }) = &mut e.kind {
+        *next_cgroup = cg;
+    }
+    e
 }
 
 /// prev is preempted (stays runnable) by next.
@@ -69,6 +80,7 @@ fn wake(pid: Pid, tier: Tier, mask: u64) -> Wake {
         tier,
         mask: CpuMask::Word(mask),
         task_cpu: 0,
+        cgroup: 0,
     }
 }
 fn waking(ts: u64, cpu: u32, pid: Pid, tier: Tier, mask: u64) -> Event {
@@ -88,6 +100,7 @@ fn waking_onto(ts: u64, pid: Pid, mask: u64, task_cpu: u32) -> Event {
             tier: Tier::Lc,
             mask: CpuMask::Word(mask),
             task_cpu,
+            cgroup: 0,
         }),
     }
 }
@@ -119,3 +132,5 @@ fn cpu(r: &ReplayResult, c: u32) -> CpuStats {
 mod cgroups;
 mod inversion;
 mod lifecycle;
+mod reservation;
+mod timeline;
