@@ -64,6 +64,7 @@ test-vm:
 	  $(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout $(VM_TIMEOUT) -- tests/run-vm-suite.sh $(T) || rc=$$?; \
 	  if [ $$rc -eq 75 ] && [ $$n -lt $(VM_RETRIES) ]; then n=$$((n + 1)); \
 	    echo "test-vm: vm.sh reported a temporary failure (exit 75, reason above); running the suite again ($$n of $(VM_RETRIES))" >&2; continue; fi; \
+	  python3 tests/digest.py; \
 	  exit $$rc; done
 
 # The figures of the VM suite's `schedbe bench srv-bg --quick` run (tests/test_bench.py),

@@ -4,6 +4,8 @@ Markers:
   vm      needs a kernel with sched_ext (runs in the VM: `make test-vm`)
   cgroup  needs cgroup v2 with the cpu controller at /sys/fs/cgroup
   bench_plot  draws the figures of the VM suite's bench run on the host, after it
+  host    needs nothing of the kernel (offline checks, figures): make test-host runs
+          it, the VM suite leaves it out
 
 Outside the VM, tests whose requirements are missing are skipped. Inside it
 (SCHEDBE_REQUIRE_SCX=1, set by tests/run-vm-suite.sh) a missing requirement is a
@@ -13,6 +15,7 @@ failure, so a broken testbed cannot pass silently.
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,8 +28,8 @@ REQUIRE = os.environ.get("SCHEDBE_REQUIRE_SCX") == "1"
 
 # One hung test must fail itself, not eat the suite's whole VM timeout (the
 # guest is killed then, and no test after it reports anything). The longest
-# test takes ~6 min under emulation; override with SCHEDBE_TEST_TIMEOUT.
-TEST_TIMEOUT_S = int(os.environ.get("SCHEDBE_TEST_TIMEOUT", "900"))
+# test (test_load_unload) takes ~3.5 min under emulation; override with SCHEDBE_TEST_TIMEOUT.
+TEST_TIMEOUT_S = int(os.environ.get("SCHEDBE_TEST_TIMEOUT", "480"))
 
 
 class TestTimeout(Exception):
@@ -36,6 +39,7 @@ class TestTimeout(Exception):
 def pytest_configure(config):
     config.addinivalue_line("markers", "vm: needs a kernel with sched_ext (runs in the VM)")
     config.addinivalue_line("markers", "cgroup: needs cgroup v2 with the cpu controller")
+    config.addinivalue_line("markers", "host: offline; on the host only, not in the VM suite")
     config.addinivalue_line("markers", "bench_plot: on the host, after the VM suite (make test-bench-plot)")
 
 
@@ -69,6 +73,49 @@ def pytest_runtest_call(item):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+# A line per test start and outcome, written as it happens, for tests/digest.py:
+# when the guest is killed (VM timeout) pytest prints no summary, and CI shows only
+# the tail of the output.
+PROGRESS = tl.ROOT / "results" / "tmp" / "tests" / "progress.txt"
+
+
+def _progress(line):
+    try:
+        PROGRESS.parent.mkdir(parents=True, exist_ok=True)
+        with open(PROGRESS, "a") as f:
+            f.write(f"{time.time():.1f} {line}\n")
+    except OSError:
+        pass
+
+
+def pytest_sessionstart(session):
+    try:
+        PROGRESS.unlink()
+    except OSError:
+        pass
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _progress(f"START {nodeid}")
+
+
+def _reason(report):
+    """The first line that says why: an `E ` line of the traceback, else the last line."""
+    text = getattr(report, "longreprtext", "") or ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    why = next((ln[1:].strip() for ln in lines if ln.startswith("E ")), lines[-1] if lines else "")
+    return " ".join(why.split())[:300]
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome != "passed":
+        outcome = report.outcome.upper()
+        if report.when != "call" and report.failed:
+            outcome = f"ERROR-IN-{report.when.upper()}"
+        why = _reason(report) if not report.passed else ""
+        _progress(f"{outcome} {report.duration:.1f}s {report.nodeid}" + (f" :: {why}" if why else ""))
 
 
 def pytest_runtest_setup(item):

@@ -10,6 +10,7 @@ export SCHEDBE_REQUIRE_SCX=1
 out=results/tmp/tests
 mkdir -p "$out"
 (($#)) || set -- tests
-# bench_plot tests draw figures on the host afterwards (make test-bench-plot).
-exec chrt -f -R 50 /usr/bin/python3 -m pytest -p no:cacheprovider -v -rfEs -m "not bench_plot" \
+# bench_plot tests draw figures on the host afterwards (make test-bench-plot); host
+# tests (offline checks, figures) ran in make test-host already.
+exec chrt -f -R 50 /usr/bin/python3 -m pytest -p no:cacheprovider -v -rfEs -m "not bench_plot and not host" \
     --durations=0 --junitxml="$out/junit.xml" "$@"

@@ -29,6 +29,9 @@ import yaml
 
 import schedbe_testlib as tl
 
+# Offline checks: on the host only (make test-host); the VM suite leaves them out.
+pytestmark = pytest.mark.host
+
 DEPLOY = tl.ROOT / "deploy" / "kubernetes"
 MANIFESTS = sorted(DEPLOY.glob("*.yaml"))
 DAEMONSET_YAML = DEPLOY / "schedbe-daemonset.yaml"

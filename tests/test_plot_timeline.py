@@ -10,6 +10,9 @@ import pytest
 
 import schedbe_testlib as tl
 
+# matplotlib under emulation takes minutes a figure: on the host only (make test-host).
+pytestmark = pytest.mark.host
+
 pytest.importorskip("matplotlib", reason="needs python3-matplotlib (scripts/setup.sh installs it)")
 
 SCRIPT = tl.ROOT / "scripts" / "plot-timeline.py"

@@ -24,6 +24,8 @@
 //! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
 //!   write for a spec of pods (both cgroup drivers), emulated without kubelet
 //! - `report`: aggregation, markdown summary, CSVs
+//! - `serverless`: the Azure-shaped serverless workload model for an LLF
+//!   policy (`bench serverless-trace` writes a trace; no runner uses it yet)
 //!
 //! The helpers are this same binary re-executed (`current_exe() bench
 //! lc-server ...`), so the CLI that embeds [`BenchCmd`] must mount it as the
@@ -45,6 +47,7 @@ pub mod proto;
 pub mod report;
 pub mod runner;
 pub mod server;
+pub mod serverless;
 pub mod spin;
 pub mod scx;
 pub mod stats;
@@ -86,6 +89,10 @@ pub enum BenchCmd {
     /// runtime write for a TOML spec of pods, with either cgroup driver, and
     /// print each cgroup's cpu.weight and cpu.max (docs/kubernetes.md)
     Pods(kubepods::PodsArgs),
+    /// Write a serverless workload (Azure-shaped rates and execution times,
+    /// demand bands, latency targets) and its request trace to a directory
+    /// (docs/serverless.md); nothing runs it yet
+    ServerlessTrace(serverless::TraceArgs),
     /// Measure the spin loop's speed here and print it (JSON)
     Calibrate {
         #[arg(long, default_value_t = 11)]
@@ -152,6 +159,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::BeWorker(a) => be::run(a),
         BenchCmd::ParkResume(a) => park::run(a),
         BenchCmd::Pods(a) => kubepods::cli(a),
+        BenchCmd::ServerlessTrace(a) => serverless::run(a),
         BenchCmd::JobServer(a) => park::job_server(a),
     }
 }

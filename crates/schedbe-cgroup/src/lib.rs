@@ -25,32 +25,30 @@ pub const DEFAULT_BE_PATTERNS: &[&str] = &[
     "**/kubepods/besteffort",
 ];
 
-/// Compiled cgroup path patterns (globs relative to the cgroup root, `**`
-/// matches any number of levels). A matching cgroup and all its descendants are BE.
+/// Compiled cgroup path patterns: globs relative to the cgroup root, `*`
+/// within one path component, `**` any number of levels. Shared by the BE
+/// rules and by the host agent's sandbox discovery, so both read patterns the
+/// same way.
 #[derive(Debug, Clone)]
-pub struct BeRules {
+pub struct PathPatterns {
     patterns: Vec<glob::Pattern>,
 }
 
-impl BeRules {
-    /// Compile patterns; a pattern that is not a valid glob is an error naming it.
-    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
+impl PathPatterns {
+    /// Compile patterns; `what` names them in errors ("BE cgroup", "sandbox").
+    /// A pattern that is empty (it would name the root) or not a valid glob is
+    /// an error naming it.
+    pub fn new<S: AsRef<str>>(what: &str, patterns: &[S]) -> Result<Self> {
         let mut out = Vec::new();
         for p in patterns {
             let p = p.as_ref().trim_matches('/');
             if p.is_empty() {
-                bail!("empty BE cgroup pattern (the root cgroup cannot be BE)");
+                bail!("empty {what} pattern (it would name the root cgroup)");
             }
-            let pat = glob::Pattern::new(p)
-                .with_context(|| format!("invalid BE cgroup pattern {p:?}"))?;
+            let pat = glob::Pattern::new(p).with_context(|| format!("invalid {what} pattern {p:?}"))?;
             out.push(pat);
         }
         Ok(Self { patterns: out })
-    }
-
-    /// The defaults: kubelet BestEffort cgroups for both drivers.
-    pub fn defaults() -> Self {
-        Self::new(DEFAULT_BE_PATTERNS).expect("default patterns are valid")
     }
 
     /// Does this path (relative to the cgroup root, no leading slash) match?
@@ -65,6 +63,38 @@ impl BeRules {
 
     pub fn patterns(&self) -> Vec<String> {
         self.patterns.iter().map(|p| p.as_str().to_string()).collect()
+    }
+
+    /// The cgroups of an earlier [`walk`] whose path matches (never the root).
+    pub fn select<'a>(&'a self, cgroups: &'a [Cgroup]) -> impl Iterator<Item = &'a Cgroup> + 'a {
+        cgroups.iter().filter(|c| !c.rel.is_empty() && self.matches(&c.rel))
+    }
+}
+
+/// The BE path patterns. A matching cgroup and all its descendants are BE.
+#[derive(Debug, Clone)]
+pub struct BeRules {
+    inner: PathPatterns,
+}
+
+impl BeRules {
+    /// Compile patterns; a pattern that is not a valid glob is an error naming it.
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
+        Ok(Self { inner: PathPatterns::new("BE cgroup", patterns)? })
+    }
+
+    /// The defaults: kubelet BestEffort cgroups for both drivers.
+    pub fn defaults() -> Self {
+        Self::new(DEFAULT_BE_PATTERNS).expect("default patterns are valid")
+    }
+
+    /// Does this path (relative to the cgroup root, no leading slash) match?
+    pub fn matches(&self, rel: &str) -> bool {
+        self.inner.matches(rel)
+    }
+
+    pub fn patterns(&self) -> Vec<String> {
+        self.inner.patterns()
     }
 }
 
@@ -108,7 +138,7 @@ pub fn scan(root: &Path, rules: &BeRules) -> Result<Vec<Cgroup>> {
 
 /// The cgroups of an earlier [`walk`] whose path matches `rules` (never the root).
 pub fn be_matches<'a>(cgroups: &'a [Cgroup], rules: &'a BeRules) -> impl Iterator<Item = &'a Cgroup> + 'a {
-    cgroups.iter().filter(|c| !c.rel.is_empty() && rules.matches(&c.rel))
+    rules.inner.select(cgroups)
 }
 
 /// Keeps a BPF hash map of cgroup ids in step with a scan: returns ids to add
@@ -268,6 +298,17 @@ mod tests {
         let e = BeRules::new(&["a/[b"]).unwrap_err();
         assert!(format!("{e:#}").contains("a/[b"), "{e:#}");
         assert!(BeRules::new(&["/"]).is_err());
+        let e = PathPatterns::new("sandbox", &["x/[y"]).unwrap_err();
+        assert!(format!("{e:#}").contains("invalid sandbox pattern \"x/[y\""), "{e:#}");
+    }
+
+    #[test]
+    fn path_patterns_select_one_level_per_star() {
+        let p = PathPatterns::new("sandbox", &["kubepods/*/pod*"]).unwrap();
+        let cg = |rel: &str| Cgroup { rel: rel.to_string(), id: 0 };
+        let all = [cg(""), cg("kubepods/burstable/podA"), cg("kubepods/burstable/podA/c1"), cg("kubepods/podB")];
+        let got: Vec<_> = p.select(&all).map(|c| c.rel.as_str()).collect();
+        assert_eq!(got, ["kubepods/burstable/podA"]);
     }
 
     #[test]

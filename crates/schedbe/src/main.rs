@@ -9,9 +9,14 @@
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
+//! - `akita`: the Akita mixed-criticality policy's offline part (`schedbe akita check`)
+//! - `agent`: `schedbe agent`, the contention-aware host agent's core
+//!   (overload, per-sandbox load, hotspots; reads only, not part of `run`)
 //!
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
 
+mod agent;
+mod akita;
 mod bpf_intf;
 mod bpf_skel;
 mod config;
@@ -64,6 +69,11 @@ enum Cmd {
     /// Internal: the parking guardian `schedbe run` starts
     #[command(hide = true)]
     Guard(ThawArgs),
+    /// Akita mixed-criticality VMs: check a VM file's placement (docs/akita.md)
+    #[command(subcommand)]
+    Akita(akita::AkitaCmd),
+    /// Report overload, per-sandbox load and hotspots of a cgroup tree (reads only; docs/serverless.md)
+    Agent(agent::AgentArgs),
     /// Run a command in a VM whose kernel has sched_ext (scripts/vm.sh)
     #[command(trailing_var_arg = true)]
     Vm {
@@ -270,6 +280,12 @@ fn real_main() -> Result<i32> {
         Cmd::Guard(a) => {
             init_log(false);
             park::guardian_main(&a.state_file)?;
+            Ok(0)
+        }
+        Cmd::Akita(c) => akita::cli_main(&c),
+        Cmd::Agent(a) => {
+            let stop = if a.once { None } else { Some(shutdown_flag()?) };
+            agent::run(&a, stop)?;
             Ok(0)
         }
         Cmd::Vm { args } => vm::run(&args),

@@ -1,0 +1,230 @@
+//! `schedbe agent`: the core of paper 003's contention-aware host agent. It
+//! reads the node's CPU pressure and run queue and each function sandbox's
+//! CPU usage, keeps a decaying load per sandbox, detects overload, names the
+//! hotspot sandboxes and suggests CPUs or replicas for them, and publishes
+//! all of it as JSON lines or Prometheus text. It only reads: /proc (or
+//! `--proc-root`) and the cgroup tree (or `--cgroup-root`, e.g. a fake tree),
+//! so it runs unprivileged. It is not part of `schedbe run`.
+//!
+//! - `psi`: parsing PSI, cpu.stat, /proc/stat, /proc/loadavg
+//! - `load`: the decaying per-sandbox load (~4 s horizon)
+//! - `hotspot`: overload with hysteresis, hotspots, suggestions
+//! - `discover`: sandboxes from cgroup path patterns
+//! - `publish`: JSON lines and the Prometheus text format
+
+pub mod discover;
+pub mod hotspot;
+pub mod load;
+pub mod psi;
+pub mod publish;
+#[cfg(test)]
+mod testtree;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use schedbe_cgroup::PathPatterns;
+
+use hotspot::{Detector, NodeSignals, SandboxLoad, Thresholds};
+use load::{LoadTracker, Sample};
+use publish::{NodeReport, Report, SandboxReport};
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Prometheus,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// Sample twice, one interval apart, print one report and exit
+    #[arg(long)]
+    pub once: bool,
+    /// The cgroup v2 tree to read (a fake tree works)
+    #[arg(long, default_value = schedbe_cgroup::CGROUP_ROOT)]
+    pub cgroup_root: PathBuf,
+    /// Where pressure/cpu, stat and loadavg are read from
+    #[arg(long, default_value = "/proc")]
+    pub proc_root: PathBuf,
+    /// Sandbox cgroup pattern, a glob relative to the cgroup root (repeatable) [default: every kubelet pod, both drivers]
+    #[arg(long = "sandbox")]
+    pub sandboxes: Vec<String>,
+    /// Seconds between samples
+    #[arg(long, default_value_t = 1.0)]
+    pub interval_s: f64,
+    /// Half-life of the decaying load, seconds (1 s: a ~4 s horizon)
+    #[arg(long, default_value_t = 1.0)]
+    pub half_life_s: f64,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// Enter overload at this PSI cpu some avg10, percent
+    #[arg(long, default_value_t = 20.0)]
+    pub enter_psi: f64,
+    /// Leave overload below this PSI cpu some avg10, percent
+    #[arg(long, default_value_t = 10.0)]
+    pub exit_psi: f64,
+    /// Utilisation the node and a scaled hotspot should run at
+    #[arg(long, default_value_t = 0.8)]
+    pub target_util: f64,
+    /// CPUs of one replica of a sandbox without cpu.max
+    #[arg(long, default_value_t = 1.0)]
+    pub replica_cpus: f64,
+}
+
+/// The agent's state between samples.
+pub struct Agent {
+    cgroup_root: PathBuf,
+    proc_root: PathBuf,
+    patterns: PathPatterns,
+    loads: LoadTracker,
+    detector: Detector,
+}
+
+impl Agent {
+    pub fn new(a: &AgentArgs) -> Result<Self> {
+        if !(a.half_life_s.is_finite() && a.half_life_s > 0.0) {
+            bail!("--half-life-s must be a positive number of seconds, got {}", a.half_life_s);
+        }
+        let th = Thresholds {
+            enter_psi: a.enter_psi,
+            exit_psi: a.exit_psi,
+            target_util: a.target_util,
+            replica_cpus: a.replica_cpus,
+            ..Thresholds::default()
+        };
+        let loads = LoadTracker::new(Duration::from_secs_f64(a.half_life_s.min(3600.0)))?;
+        Ok(Self {
+            cgroup_root: a.cgroup_root.clone(),
+            proc_root: a.proc_root.clone(),
+            patterns: discover::patterns(&a.sandboxes)?,
+            detector: Detector::new(th, loads.half_life_s())?,
+            loads,
+        })
+    }
+
+    /// Read everything once at monotonic time `t_ns` and assess the node.
+    /// A sandbox that cannot be read (it may have just gone away) is left
+    /// out of this sample; a node whose signals cannot be read is an error.
+    pub fn sample(&mut self, t_ns: u64) -> Result<Report> {
+        let (pressure, rq) = psi::node(&self.proc_root)?;
+        let boxes = discover::discover(&self.cgroup_root, &self.patterns)?;
+        let read: Vec<_> =
+            boxes.into_iter().filter_map(|b| discover::read(&self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
+        let samples: Vec<Sample> =
+            read.iter().map(|(b, r)| Sample { rel: b.cgroup.rel.clone(), id: b.cgroup.id, usage_us: r.usage_us }).collect();
+        let loads = self.loads.update(t_ns, &samples);
+        let signals = NodeSignals { t_ns, psi_some_avg10: pressure.some.avg10, runnable: rq.runnable, cpus: rq.cpus };
+        let overloaded = self.detector.step(&signals);
+        let sl: Vec<SandboxLoad> = read
+            .iter()
+            .zip(&loads)
+            .map(|((b, r), l)| SandboxLoad { rel: b.cgroup.rel.clone(), load: l.unwrap_or(0.0), limit_cpus: r.limit_cpus })
+            .collect();
+        let runnable_avg = self.detector.runnable_avg();
+        let assessment = hotspot::assess(self.detector.thresholds(), overloaded, rq.cpus, runnable_avg, &sl);
+        let sandboxes = read
+            .into_iter()
+            .zip(loads)
+            .map(|((b, r), load_cpus)| SandboxReport {
+                suggestion: assessment.hotspots.iter().find(|h| h.rel == b.cgroup.rel).map(|h| h.suggestion.clone()),
+                cgroup: b.cgroup.rel,
+                pod: b.pod,
+                load_cpus,
+                usage_us: r.usage_us,
+                limit_cpus: r.limit_cpus,
+                psi_some_avg10: r.pressure.map(|p| p.some.avg10),
+            })
+            .collect();
+        let node = NodeReport { t_s: t_ns as f64 * 1e-9, cpus: rq.cpus, psi_some_avg10: pressure.some.avg10, runnable_avg, assessment };
+        Ok(Report { node, sandboxes })
+    }
+}
+
+fn render(r: &Report, f: Format) -> Result<String> {
+    Ok(match f {
+        Format::Json => publish::json_lines(r)?,
+        Format::Prometheus => publish::prometheus(r),
+    })
+}
+
+/// `schedbe agent`: with --once one report after two samples, otherwise a
+/// report per interval (from the second sample on) until `stop` is set.
+pub fn run(a: &AgentArgs, stop: Option<Arc<AtomicBool>>) -> Result<()> {
+    if !(a.interval_s.is_finite() && a.interval_s >= 0.001 && a.interval_s <= 3600.0) {
+        bail!("--interval-s must be in [0.001, 3600], got {}", a.interval_s);
+    }
+    let interval = Duration::from_secs_f64(a.interval_s);
+    let mut agent = Agent::new(a)?;
+    let start = Instant::now();
+    let now = || start.elapsed().as_nanos() as u64;
+    agent.sample(now())?;
+    loop {
+        std::thread::sleep(interval);
+        let r = agent.sample(now())?;
+        print!("{}", render(&r, a.format)?);
+        if a.once || stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::path::Path;
+    use testtree::TempTree;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: AgentArgs,
+    }
+
+    const S: u64 = 1_000_000_000;
+
+    fn proc_files(t: &TempTree, psi: f64, runnable: u64) {
+        t.write(Path::new("proc/pressure/cpu"), &format!("some avg10={psi:.2} avg60=0.00 avg300=0.00 total=1\n"));
+        t.write(Path::new("proc/stat"), &format!("cpu 1\ncpu0 1\ncpu1 1\ncpu2 1\ncpu3 1\nprocs_running {runnable}\n"));
+    }
+
+    #[test]
+    fn a_fake_node_overloads_and_names_its_hotspot() {
+        let t = TempTree::new("agent");
+        let (root, proc) = (t.root().join("cg"), t.root().join("proc"));
+        let a = Cli::try_parse_from(["x", "--cgroup-root", root.to_str().unwrap(), "--proc-root", proc.to_str().unwrap()]).unwrap().a;
+        let hot = "cg/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poda_1.slice";
+        let cold = "cg/kubepods.slice/kubepods-pods_2.slice";
+        proc_files(&t, 5.0, 4);
+        t.write(&Path::new(hot).join("cpu.stat"), "usage_usec 0\n");
+        t.write(&Path::new(cold).join("cpu.stat"), "usage_usec 0\n");
+        let mut ag = Agent::new(&a).unwrap();
+        let r = ag.sample(0).unwrap();
+        assert!(!r.node.assessment.overloaded && r.sandboxes.iter().all(|s| s.load_cpus.is_none()));
+        // 1 s later: the hot pod used 3 CPUs, the cold one 0.5; 8 runnable, PSI 35%.
+        proc_files(&t, 35.0, 8);
+        t.write(&Path::new(hot).join("cpu.stat"), "usage_usec 3000000\n");
+        t.write(&Path::new(cold).join("cpu.stat"), "usage_usec 500000\n");
+        let r = ag.sample(S).unwrap();
+        let n = &r.node;
+        // Runnable 4 -> 8 smooths to 6 = D; U = 3.5, rho = 6/3.5; E = 6 - 3.2 = 2.8.
+        assert!(n.assessment.overloaded && (n.runnable_avg - 6.0).abs() < 1e-9);
+        assert!((n.assessment.excess_cpus - 2.8).abs() < 1e-9);
+        assert_eq!(r.sandboxes.len(), 2);
+        let h = r.sandboxes.iter().find(|s| s.suggestion.is_some()).unwrap();
+        assert_eq!((h.pod.as_str(), h.load_cpus), ("a-1", Some(3.0)));
+        // Its demand 3 x 6/3.5 = 5.14 CPUs covers the excess alone: 6.5 CPUs at 80%, 7 replicas.
+        let sug = h.suggestion.as_ref().unwrap();
+        assert_eq!((sug.cpus, sug.replicas), (6.5, 7));
+        assert_eq!(r.sandboxes.iter().filter(|s| s.suggestion.is_some()).count(), 1);
+        let text = render(&r, Format::Prometheus).unwrap();
+        assert!(text.contains("pod=\"a-1\"} 3\n"), "{text}");
+        assert_eq!(render(&r, Format::Json).unwrap().lines().count(), 3);
+        // A missing /proc file is an error that names it.
+        std::fs::remove_file(proc.join("pressure/cpu")).unwrap();
+        assert!(format!("{:#}", ag.sample(2 * S).unwrap_err()).contains("pressure/cpu"));
+    }
+}
