@@ -9,6 +9,10 @@
 #   demo       setup, build, then the papers' srv-bg experiment at ~85% load in a
 #              2-vCPU VM (weights, sched-idle, schedbe; schedbe bench): prints the
 #              summary table and where the figures are (< 15 min on 2 cores)
+#   bench-overhead  schedbe's cost with no BE against EEVDF, scx_bpfland and scx_lavd
+#              (schedbe bench overhead, 3 repetitions) in a 4-vCPU VM; builds the peers
+#              on the host first (scripts/peers.sh, cached in .cache/peers; the first
+#              time 10-30 min), draws the figure on the host. OVERHEAD_ARGS adds options
 #   vm-shell   an interactive shell in the guest
 #   install    the binary to $(PREFIX)/bin (/usr/local) and the systemd unit
 #   clean      cargo clean and results/tmp; distclean also drops the cached kernel
@@ -28,7 +32,7 @@ VM_RETRIES ?= 2
 DEMO_CPUS ?= 2
 T ?=
 
-.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo vm-shell install clean distclean
+.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo bench-overhead vm-shell install clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -74,6 +78,21 @@ demo: setup
 	@echo "== figures (drawn on the host)"
 	@target/release/schedbe bench plot results/tmp/demo/srv-bg | sed 's/^/figure:  /'
 	@echo "summary: results/tmp/demo/srv-bg/summary.md"
+
+# schedbe bench overhead (docs/bench.md). The peers are built here, on the host (the guest
+# sees the host's files read-only); the guest runs the benchmark with --no-plot (matplotlib
+# takes minutes under emulation) and the figure is drawn here.
+OVERHEAD_OUT ?= results/tmp/bench/overhead
+OVERHEAD_ARGS ?=
+OVERHEAD_TIMEOUT ?= 10800
+bench-overhead: setup
+	$(MAKE) build
+	bash scripts/peers.sh
+	rm -rf $(OVERHEAD_OUT)
+	$(VM) --cpus $(VM_CPUS) --mem $(VM_MEM) --timeout $(OVERHEAD_TIMEOUT) -- \
+		target/release/schedbe bench overhead --no-plot --out $(OVERHEAD_OUT) $(OVERHEAD_ARGS)
+	@target/release/schedbe bench plot $(OVERHEAD_OUT) | sed 's/^/figure:  /'
+	@echo "summary: $(OVERHEAD_OUT)/summary.md"
 
 # The binary and the systemd unit (packaging/systemd/schedbe.service).
 PREFIX ?= /usr/local

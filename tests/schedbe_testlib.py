@@ -76,6 +76,32 @@ def sleep_until(t):
         time.sleep(d)
 
 
+# ------------------------------------------------------------------ schedbe bench
+
+def run_bench(argv, logname, timeout):
+    """Run `schedbe bench ARGV...`; its output goes to RESULTS/LOGNAME and the log.
+    Fails the test on a non-zero exit."""
+    argv = [str(SCHEDBE), "bench", *map(str, argv)]
+    log("bench: " + " ".join(argv))
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    (results_dir() / logname).write_text(r.stdout + r.stderr)
+    log(f"bench exit {r.returncode}; stdout:\n{r.stdout}")
+    assert r.returncode == 0, f"schedbe bench failed ({r.returncode}):\n{r.stderr[-3000:]}"
+    return r
+
+
+def bench_bad(argv):
+    """`schedbe bench ARGV...` with bad input: exit 1 and one line on stderr,
+    "schedbe: error: ...", which is returned."""
+    r = subprocess.run([SCHEDBE, "bench", *map(str, argv)], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    log(f"bench {argv} -> {r.returncode}: {r.stderr.strip()!r}")
+    assert r.returncode == 1, f"exit {r.returncode}; stderr {r.stderr!r}"
+    assert len(lines) == 1 and lines[0].startswith("schedbe: error:"), r.stderr
+    return lines[0]
+
+
 # ------------------------------------------------------------------ sched_ext state
 
 def scx_available():

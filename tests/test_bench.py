@@ -10,7 +10,6 @@ VM's timing is too noisy for that here; docs/results.md reports the measurements
 import csv
 import json
 import shutil
-import subprocess
 
 import pytest
 
@@ -35,14 +34,10 @@ def quick_run():
     shutil.rmtree(out, ignore_errors=True)
     # 4 s + 4 s keeps the run well under two minutes in the emulated guest; the
     # tracer runs in both phases as in a real experiment.
-    argv = [str(tl.SCHEDBE), "bench", EXPERIMENT, "--quick", "--configs", ",".join(CONFIGS),
-            "--lc-alone-secs", "4", "--be-secs", "4", "--util", "0.5", "--service", "fixed:5000",
-            "--progress-secs", "2", "--drain-timeout", "20", "--no-plot", "--out", str(out)]
-    tl.log("bench: " + " ".join(argv))
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400)
-    (tl.results_dir() / "bench-quick.log").write_text(r.stdout + r.stderr)
-    tl.log(f"bench exit {r.returncode}; stdout:\n{r.stdout}")
-    assert r.returncode == 0, f"schedbe bench failed ({r.returncode}):\n{r.stderr[-3000:]}"
+    r = tl.run_bench([EXPERIMENT, "--quick", "--configs", ",".join(CONFIGS),
+                      "--lc-alone-secs", "4", "--be-secs", "4", "--util", "0.5", "--service", "fixed:5000",
+                      "--progress-secs", "2", "--drain-timeout", "20", "--no-plot", "--out", out],
+                     "bench-quick.log", timeout=400)
     return out, r
 
 

@@ -205,13 +205,7 @@ def test_delete_kills_container_processes(test_root):
 
 
 def run_bad(argv):
-    r = subprocess.run([tl.SCHEDBE, "bench", "pods", *map(str, argv)], stdin=subprocess.DEVNULL,
-                       capture_output=True, text=True, timeout=60)
-    lines = [l for l in r.stderr.splitlines() if l.strip()]
-    tl.log(f"pods {argv} -> {r.returncode}: {r.stderr.strip()!r}")
-    assert r.returncode == 1, f"exit {r.returncode}; stderr {r.stderr!r}"
-    assert len(lines) == 1 and lines[0].startswith("schedbe: error:"), r.stderr
-    return lines[0]
+    return tl.bench_bad(["pods", *argv])
 
 
 BAD_SPECS = {

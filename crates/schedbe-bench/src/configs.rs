@@ -10,16 +10,21 @@
 //! | cpu-idle    | cgroup lc                  | cgroup be, cpu.idle 1                |
 //! | fifo        | cgroup lc, SCHED_FIFO      | cgroup be, SCHED_NORMAL              |
 //! | schedbe     | cgroup lc (schedbe loaded) | cgroup be, cpu.idle 1 (BE to schedbe)|
+//! | scx_bpfland, scx_lavd | cgroup lc (that peer loaded) | cgroup be, cpu.idle 1        |
 //!
 //! sched-idle keeps BE in LC's cgroup on purpose: in a sibling cgroup the
 //! BE group entity would compete with LC's at equal weight, whatever the
 //! threads' policy. cgroups live under /sys/fs/cgroup/schedbe-bench/.
+//! The peers are other sched_ext schedulers with their default options
+//! (crate::peers); what they make of cpu.idle is theirs.
 
 use std::fmt;
 use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
 
+use crate::peers;
+use crate::scx::Scheduler;
 use crate::sys::Policy;
 
 pub const LC_CG: &str = "lc";
@@ -34,6 +39,8 @@ pub enum Kind {
     CpuIdle,
     Fifo,
     Schedbe,
+    /// A peer sched_ext scheduler (crate::peers::KNOWN).
+    Peer(&'static str),
 }
 
 /// A configuration as named on the command line.
@@ -55,7 +62,8 @@ pub struct Plan {
     pub be_weight: Option<u32>,
     pub be_cpu_idle: bool,
     pub has_be: bool,
-    pub load_schedbe: bool,
+    /// The sched_ext scheduler loaded for the run (None: the kernel's own, EEVDF).
+    pub scheduler: Option<Scheduler>,
     /// Needs the cgroup v2 cpu controller (weights, cpu.idle).
     pub needs_cpu_controller: bool,
 }
@@ -71,7 +79,7 @@ impl Config {
             be_weight: None,
             be_cpu_idle: false,
             has_be: true,
-            load_schedbe: false,
+            scheduler: None,
             needs_cpu_controller: false,
         };
         match self.kind {
@@ -80,7 +88,8 @@ impl Config {
             Kind::SchedIdle => Plan { be_cgroup: LC_CG, be_policy: Policy::Idle, ..base },
             Kind::CpuIdle => Plan { be_cpu_idle: true, needs_cpu_controller: true, ..base },
             Kind::Fifo => Plan { lc_policy: Policy::Fifo(lc_fifo_prio), ..base },
-            Kind::Schedbe => Plan { be_cpu_idle: true, load_schedbe: true, needs_cpu_controller: true, ..base },
+            Kind::Schedbe => Plan { be_cpu_idle: true, scheduler: Some(Scheduler::Schedbe), needs_cpu_controller: true, ..base },
+            Kind::Peer(n) => Plan { be_cpu_idle: true, scheduler: Some(Scheduler::Peer(n)), needs_cpu_controller: true, ..base },
         }
     }
 
@@ -93,11 +102,12 @@ impl Config {
             Kind::CpuIdle => "BE cgroup cpu.idle=1".into(),
             Kind::Fifo => "LC SCHED_FIFO, BE SCHED_NORMAL".into(),
             Kind::Schedbe => "schedbe loaded; BE cgroup cpu.idle=1 (BE tier)".into(),
+            Kind::Peer(n) => format!("peer sched_ext scheduler {n} loaded (default options); BE cgroup cpu.idle=1"),
         }
     }
 }
 
-pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe";
+pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, scx_bpfland, scx_lavd";
 
 impl FromStr for Config {
     type Err = anyhow::Error;
@@ -110,15 +120,16 @@ impl FromStr for Config {
             "cpu-idle" => Kind::CpuIdle,
             "fifo" => Kind::Fifo,
             "schedbe" => Kind::Schedbe,
-            _ => match s.strip_prefix("weights-") {
-                Some(n) => {
+            _ => match (peers::known(s), s.strip_prefix("weights-")) {
+                (Some(peer), _) => Kind::Peer(peer),
+                (None, Some(n)) => {
                     let w: u32 = n.parse().with_context(|| format!("configuration {s:?}: bad weight"))?;
                     if !(1..=10_000).contains(&w) {
                         bail!("configuration {s:?}: cgroup v2 cpu.weight must be in 1..=10000");
                     }
                     Kind::Weights(w)
                 }
-                None => bail!("unknown configuration {s:?} (valid: {VALID})"),
+                (None, None) => bail!("unknown configuration {s:?} (valid: {VALID})"),
             },
         };
         Ok(Config { name: s.to_string(), kind })
@@ -175,6 +186,10 @@ mod tests {
         assert!(p("cpu-idle").be_cpu_idle);
         assert_eq!(p("fifo").lc_policy, Policy::Fifo(10));
         let s = p("schedbe");
-        assert!(s.load_schedbe && s.be_cpu_idle && s.has_be);
+        assert!(s.scheduler == Some(Scheduler::Schedbe) && s.be_cpu_idle && s.has_be);
+        let b = p("scx_bpfland");
+        assert_eq!(b.scheduler, Some(Scheduler::Peer("scx_bpfland")));
+        assert_eq!(p("eevdf").scheduler, None);
+        assert!(parse_list("scx_rusty").unwrap_err().to_string().contains("scx_lavd"));
     }
 }

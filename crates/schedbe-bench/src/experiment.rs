@@ -14,7 +14,8 @@ use crate::cgroup::Cgroups;
 use crate::configs::{parse_list, Config};
 use crate::load::ServiceDist;
 use crate::report::{aggregate, markdown, write_per_second, write_requests, ConfigAggregate, Meta};
-use crate::runner::{run_one, sched_ext_state, RunOutcome, RunParams, TraceMode};
+use crate::runner::{run_one, RunOutcome, RunParams, TraceMode};
+use crate::scx::sched_ext_state;
 use crate::spin::{calibrate, Calibration};
 use crate::sys::{self, Policy};
 
@@ -41,7 +42,7 @@ impl ExpKind {
 /// Options shared by the experiments; unset ones take the experiment's default.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ExpArgs {
-    /// Comma-separated configurations: eevdf, weights, weights-N, sched-idle, cpu-idle, fifo, schedbe
+    /// Comma-separated configurations: eevdf, weights, weights-N, sched-idle, cpu-idle, fifo, schedbe, scx_bpfland, scx_lavd
     #[arg(long)]
     pub configs: Option<String>,
     /// LC load as a fraction of the CPUs LC may use (before BE starts)
@@ -127,12 +128,8 @@ pub struct ExpArgs {
     /// Use this spin-loop speed instead of calibrating
     #[arg(long)]
     pub iters_per_us: Option<f64>,
-    /// The schedbe binary (for `schedbe run` and `schedbe trace`) [default: this binary if it is schedbe, else a sibling]
-    #[arg(long, env = "SCHEDBE_BIN")]
-    pub schedbe_bin: Option<PathBuf>,
-    /// Extra argument for `schedbe run` (repeatable)
-    #[arg(long = "schedbe-arg", allow_hyphen_values = true)]
-    pub schedbe_args: Vec<String>,
+    #[command(flatten)]
+    pub sched: SchedArgs,
     /// Tracer command [default: "<schedbe-bin> trace"]
     #[arg(long)]
     pub tracer: Option<String>,
@@ -151,6 +148,45 @@ pub struct ExpArgs {
     /// Do not run scripts/plot.py
     #[arg(long)]
     pub no_plot: bool,
+}
+
+/// The schedulers a configuration may load: schedbe (`schedbe run`) and
+/// the peers (crate::peers).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SchedArgs {
+    /// The schedbe binary (for `schedbe run` and `schedbe trace`) [default: this binary if it is schedbe, else a sibling]
+    #[arg(long, env = "SCHEDBE_BIN")]
+    pub schedbe_bin: Option<PathBuf>,
+    /// Extra argument for `schedbe run` (repeatable)
+    #[arg(long = "schedbe-arg", allow_hyphen_values = true)]
+    pub schedbe_args: Vec<String>,
+    /// Directory with the peer schedulers' binaries (scx_bpfland, scx_lavd)
+    /// [default: <repo>/.cache/peers/bin, then $PATH]
+    #[arg(long)]
+    pub peers_dir: Option<PathBuf>,
+    /// Build missing peers with scripts/peers.sh first (needs cargo; minutes)
+    #[arg(long)]
+    pub build_peers: bool,
+}
+
+/// Before any run: the configurations' sched_ext schedulers can be loaded
+/// here (peers found or built, schedbe's binary found, sched_ext present).
+/// Peers come first, so a missing one is named even where sched_ext is not.
+/// Returns the schedbe binary ([`resolve_schedbe_bin`]).
+pub(crate) fn preflight_schedulers(configs: &[Config], lc_fifo_prio: u8, s: &SchedArgs) -> Result<Option<PathBuf>> {
+    let schedbe_bin = resolve_schedbe_bin(s.schedbe_bin.as_deref());
+    let with: Vec<&Config> = configs.iter().filter(|c| c.plan(lc_fifo_prio).scheduler.is_some()).collect();
+    let scheds: Vec<crate::scx::Scheduler> = with.iter().filter_map(|c| c.plan(lc_fifo_prio).scheduler).collect();
+    crate::peers::resolve(&scheds, s.peers_dir.as_deref(), s.build_peers)?;
+    if let Some(c) = with.first() {
+        if sched_ext_state().is_none() {
+            bail!("configuration {} needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe bench ...", c.name);
+        }
+    }
+    if scheds.contains(&crate::scx::Scheduler::Schedbe) && schedbe_bin.is_none() {
+        bail!("configuration schedbe: no schedbe binary found (--schedbe-bin)");
+    }
+    Ok(schedbe_bin)
 }
 
 struct Defaults {
@@ -212,7 +248,7 @@ pub fn resolve_schedbe_bin(explicit: Option<&Path>) -> Option<PathBuf> {
     c.is_file().then(|| c.canonicalize().unwrap_or(c))
 }
 
-fn utc_stamp() -> String {
+pub(crate) fn utc_stamp() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let days = (secs / 86_400) as i64;
     let sod = secs % 86_400;
@@ -244,6 +280,24 @@ pub(crate) fn machine_meta(m: &mut Meta) {
     m.sched_ext = sched_ext_state().map(|s| format!("available (state {s})")).unwrap_or_else(|| "not in this kernel".into());
 }
 
+/// An experiment's Meta with the machine's facts, after putting this
+/// orchestrating process at SCHED_FIFO @rt_prio (0: stay) with
+/// SCHED_RESET_ON_FORK, so it starts phases on time and its children start
+/// as ordinary tasks.
+pub(crate) fn start_meta(experiment: &str, command_line: &str, rt_prio: u8) -> Meta {
+    let mut meta = Meta { experiment: experiment.into(), command: command_line.into(), started: utc_stamp(), ..Default::default() };
+    machine_meta(&mut meta);
+    if rt_prio > 0 {
+        if let Err(e) = Policy::Fifo(rt_prio.min(99)).apply_to_current_thread(true) {
+            eprintln!("bench: warning: orchestrator stays SCHED_NORMAL: {e:#}");
+            meta.notes.push(format!("orchestrator could not go SCHED_FIFO: {e:#}"));
+        }
+    }
+    meta.orchestrator_policy = sys::current_policy_desc();
+    meta.notes.push("timing in a software-emulated VM sharing 2 host cores with other work is noisy: compare configurations within this run only".into());
+    meta
+}
+
 /// Locate scripts/plot.py: $SCHEDBE_PLOT, or as [`find_script`] does.
 fn find_plot_script() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("SCHEDBE_PLOT") {
@@ -266,6 +320,12 @@ pub(crate) fn find_script(name: &str) -> Option<PathBuf> {
 /// Run scripts/plot.py on an output directory with a Python that has matplotlib.
 pub fn plot(dir: &Path) -> Result<Vec<String>> {
     let script = find_plot_script().context("scripts/plot.py not found (set SCHEDBE_PLOT)")?;
+    run_plot_script(&script, dir)
+}
+
+/// Run a plotting script on @dir with a Python that has matplotlib; the
+/// PNG file names it prints.
+pub fn run_plot_script(script: &Path, dir: &Path) -> Result<Vec<String>> {
     let mut last_err = String::new();
     for py in ["python3", "/usr/bin/python3"] {
         let ok = Command::new(py).args(["-c", "import matplotlib"]).output().map(|o| o.status.success()).unwrap_or(false);
@@ -273,7 +333,7 @@ pub fn plot(dir: &Path) -> Result<Vec<String>> {
             last_err = format!("{py}: no matplotlib");
             continue;
         }
-        let out = Command::new(py).arg(&script).arg(dir).output().with_context(|| format!("run {py} {}", script.display()))?;
+        let out = Command::new(py).arg(script).arg(dir).output().with_context(|| format!("run {py} {}", script.display()))?;
         if !out.status.success() {
             bail!("{} failed: {}", script.display(), String::from_utf8_lossy(&out.stderr).trim());
         }
@@ -284,9 +344,9 @@ pub fn plot(dir: &Path) -> Result<Vec<String>> {
 
 /// After drawing an output directory's figures separately (`bench plot`,
 /// e.g. on the host after a `--no-plot` run in the VM): list them in
-/// bench.json and summary.md.
-pub fn record_figures(dir: &Path, figs: &[String]) -> Result<()> {
-    let pj = dir.join("bench.json");
+/// its JSON (bench.json, overhead.json) and summary.md.
+pub fn record_figures(dir: &Path, json_name: &str, figs: &[String]) -> Result<()> {
+    let pj = dir.join(json_name);
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&pj).with_context(|| format!("read {}", pj.display()))?)
         .with_context(|| format!("parse {}", pj.display()))?;
     v["figures"] = serde_json::json!(figs);
@@ -374,7 +434,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     if !(1..=1024).contains(&be_threads) {
         bail!("--be-threads must be in 1..=1024");
     }
-    let schedbe_bin = resolve_schedbe_bin(a.schedbe_bin.as_deref());
+    let schedbe_bin = resolve_schedbe_bin(a.sched.schedbe_bin.as_deref());
     let tracer_cmd: Vec<String> = match &a.tracer {
         Some(t) => t.split_whitespace().map(String::from).collect(),
         None => match &schedbe_bin {
@@ -397,28 +457,11 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
             None
         }
     };
-    if configs.iter().any(|c| c.plan(a.lc_fifo_prio).load_schedbe) {
-        if sched_ext_state().is_none() {
-            bail!("configuration schedbe needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe bench ...");
-        }
-        if schedbe_bin.is_none() {
-            bail!("configuration schedbe: no schedbe binary found (--schedbe-bin)");
-        }
-    }
+    preflight_schedulers(&configs, a.lc_fifo_prio, &a.sched)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tmp/bench/{}-{}", kind.name(), utc_stamp())));
     std::fs::create_dir_all(&out).with_context(|| format!("create output directory {}", out.display()))?;
 
-    // This process: SCHED_FIFO with reset-on-fork, so it starts phases on
-    // time and its children start as ordinary tasks.
-    let mut meta = Meta { experiment: kind.name().into(), command: command_line.into(), started: utc_stamp(), ..Default::default() };
-    machine_meta(&mut meta);
-    if a.rt_prio > 0 {
-        if let Err(e) = Policy::Fifo(a.rt_prio.min(99)).apply_to_current_thread(true) {
-            eprintln!("bench: warning: orchestrator stays SCHED_NORMAL: {e:#}");
-            meta.notes.push(format!("orchestrator could not go SCHED_FIFO: {e:#}"));
-        }
-    }
-    meta.orchestrator_policy = sys::current_policy_desc();
+    let mut meta = start_meta(kind.name(), command_line, a.rt_prio);
     meta.client_protection = match (a.client_rt_prio, &a.client_cpus) {
         (0, None) => "no protection (ordinary threads)".into(),
         (p, None) => format!("every client thread SCHED_FIFO {p} with SCHED_RESET_ON_FORK"),
@@ -429,7 +472,6 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         Some(c) => format!("{} (cpu controller: {})", c.base.display(), if c.cpu_controller { "yes" } else { "no" }),
         None => "none (no cgroup v2 here)".into(),
     };
-    meta.notes.push("timing in a software-emulated VM sharing 2 host cores with other work is noisy: compare configurations within this run only".into());
 
     let calibration = match a.iters_per_us {
         Some(v) if v.is_finite() && v > 0.0 => {
@@ -485,13 +527,14 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         exe,
         exe_prefix: vec!["bench".into()],
         schedbe_bin,
-        schedbe_args: a.schedbe_args.clone(),
+        schedbe_args: a.sched.schedbe_args.clone(),
         tracer_cmd,
+        peers_dir: a.sched.peers_dir.clone(),
     };
     let mut params = params;
     if params.trace != TraceMode::Off {
         eprintln!("bench: timing the tracer's start-up...");
-        match crate::runner::probe_tracer(&params, &out.join("raw")) {
+        match crate::tracer::probe_tracer(&params, &out.join("raw")) {
             Ok(s) => {
                 eprintln!("bench: tracer window opens {s:.2} s after launch; tracers are launched that much early");
                 meta.notes.push(format!("tracer start-up (probe): {s:.2} s; tracers launch early by their measured start-up"));

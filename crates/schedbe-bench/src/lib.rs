@@ -7,6 +7,8 @@
 //!
 //! Modules, by responsibility:
 //! - `sys`: clocks, scheduling policies, affinity
+//! - `proc`: helper processes (spawn, wait, stop, logs)
+//! - `scx`, `peers`: sched_ext state, loading schedbe or a peer scheduler (scx_bpfland, scx_lavd)
 //! - `endpoint`, `proto`: client/server transport and wire format
 //! - `spin`: the calibrated CPU burn
 //! - `load`: Poisson arrivals, service-time distributions, rate math
@@ -16,6 +18,8 @@
 //! - `tracer`: running `schedbe trace` and reading its report
 //! - `runner`: one configuration, one repetition
 //! - `experiment`: srv-bg, weight-sweep, overload, lc-alone
+//! - `overhead`: schedbe's cost with no BE against EEVDF and peer schedulers
+//!   (perf bench sched, cyclictest, the LC server alone, a C build; BPF time per callback)
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
 //! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
 //!   write for a spec of pods (both cgroup drivers), emulated without kubelet
@@ -35,13 +39,17 @@ pub mod endpoint;
 pub mod experiment;
 pub mod kubepods;
 pub mod load;
+pub mod overhead;
 pub mod park;
+pub mod peers;
+pub mod proc;
 pub mod proto;
 pub mod report;
 pub mod runner;
 pub mod server;
 pub mod serverless;
 pub mod spin;
+pub mod scx;
 pub mod stats;
 pub mod sys;
 pub mod tracer;
@@ -68,6 +76,12 @@ pub enum BenchCmd {
     Overload(ExpArgs),
     /// The cost of schedbe without BE: eevdf vs schedbe, LC alone throughout.
     LcAlone(ExpArgs),
+    /// schedbe's own cost with no BE, against EEVDF and peer sched_ext
+    /// schedulers (scx_bpfland, scx_lavd): perf bench sched messaging and
+    /// pipe, cyclictest (SCHED_OTHER) under load, the LC server alone at ~60%
+    /// and ~85%, a parallel C build; BPF time per callback. 3 repetitions,
+    /// configurations interleaved. Peers: scripts/peers.sh
+    Overhead(overhead::OverheadArgs),
     /// A BE job serving a client over TCP is parked for minutes by an LC
     /// antagonist, then resumes and answers correctly (papers: parked-kubernetes)
     ParkResume(park::ParkArgs),
@@ -91,7 +105,7 @@ pub enum BenchCmd {
     },
     /// Draw the figures of an output directory again (scripts/plot.py)
     Plot {
-        /// An experiment's output directory (with bench.json)
+        /// An experiment's output directory (with bench.json or overhead.json)
         dir: PathBuf,
     },
     /// Helper: the LC server
@@ -117,6 +131,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::WeightSweep(a) => experiment::run(ExpKind::WeightSweep, a, &line),
         BenchCmd::Overload(a) => experiment::run(ExpKind::Overload, a, &line),
         BenchCmd::LcAlone(a) => experiment::run(ExpKind::LcAlone, a, &line),
+        BenchCmd::Overhead(a) => overhead::run(a, &line),
         BenchCmd::Calibrate { trials, trial_ms, policy } => {
             if !((1..=1000).contains(trials) && trial_ms.is_finite() && *trial_ms > 0.0 && *trial_ms <= 10_000.0) {
                 anyhow::bail!("--trials must be in 1..=1000 and --trial-ms in (0, 10000]");
@@ -128,8 +143,12 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
             Ok(())
         }
         BenchCmd::Plot { dir } => {
-            let figs = experiment::plot(dir)?;
-            experiment::record_figures(dir, &figs)?;
+            let (figs, json) = if overhead::setup::is_overhead_dir(dir) {
+                (overhead::plot(dir)?, overhead::JSON)
+            } else {
+                (experiment::plot(dir)?, "bench.json")
+            };
+            experiment::record_figures(dir, json, &figs)?;
             for f in figs {
                 println!("{}", dir.join(f).display());
             }

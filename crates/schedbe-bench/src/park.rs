@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::be::ResizeJob;
 use crate::experiment::{find_script, machine_meta};
 use crate::report::Meta;
-use crate::runner::sched_ext_state;
+use crate::scx::sched_ext_state;
 use crate::sys::{monotonic_ns, Policy};
 
 const CG_BASE: &str = "/sys/fs/cgroup/schedbe-park-resume";

@@ -11,10 +11,9 @@
 //! The tracer covers most of each phase (`--trace both`) so that tracing
 //! overhead is the same before and after.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -26,8 +25,10 @@ use crate::client::{read_records, ClientSummary, Record};
 use crate::configs::{Config, Plan};
 use crate::load::ServiceDist;
 use crate::stats::{ratio, window_index, LatencyHist, LatencySummary};
+use crate::proc::{child_setup, log_file, log_pair, Proc};
+use crate::scx::{self, sched_ext_state, SchedCmd};
 use crate::sys::{self, monotonic_ns, sleep_until_ns};
-use crate::tracer::{parse_report, TraceFigures};
+use crate::tracer::{finish_tracer, start_tracer, TraceFigures, TRACER_STARTUP_NS, TRACE_MARGIN_NS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,6 +94,9 @@ pub struct RunParams {
     pub schedbe_bin: Option<PathBuf>,
     pub schedbe_args: Vec<String>,
     pub tracer_cmd: Vec<String>,
+    /// Where the peer schedulers' binaries are (None: crate::peers::find's default).
+    #[serde(default)]
+    pub peers_dir: Option<PathBuf>,
 }
 
 fn default_burn() -> String {
@@ -197,264 +201,12 @@ pub struct RunOutcome {
     pub records: Vec<Record>,
 }
 
-/// A helper process that is killed if still running when dropped.
-struct Proc {
-    name: String,
-    child: Option<Child>,
-}
-
-impl Proc {
-    fn spawn(name: &str, cmd: &mut Command) -> Result<Proc> {
-        let child = cmd.spawn().with_context(|| format!("start {name} ({:?})", cmd.get_program()))?;
-        Ok(Proc { name: name.to_string(), child: Some(child) })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
-    }
-
-    fn wait_timeout(&mut self, d: Duration) -> Result<Option<ExitStatus>> {
-        let deadline = monotonic_ns() + d.as_nanos() as u64;
-        let Some(c) = self.child.as_mut() else { return Ok(None) };
-        loop {
-            if let Some(st) = c.try_wait().with_context(|| format!("wait for {}", self.name))? {
-                self.child = None;
-                return Ok(Some(st));
-            }
-            if monotonic_ns() >= deadline {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn running(&mut self) -> bool {
-        match self.child.as_mut() {
-            Some(c) => matches!(c.try_wait(), Ok(None)),
-            None => false,
-        }
-    }
-
-    /// Signal, wait up to `grace`, then SIGKILL. Returns the exit status and
-    /// whether it had to be killed.
-    fn stop(&mut self, sig: libc::c_int, grace: Duration) -> (Option<ExitStatus>, bool) {
-        let Some(c) = self.child.as_mut() else { return (None, false) };
-        if let Ok(Some(st)) = c.try_wait() {
-            self.child = None;
-            return (Some(st), false);
-        }
-        sys::kill(c.id(), sig);
-        if let Ok(Some(st)) = self.wait_timeout(grace) {
-            return (Some(st), false);
-        }
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let st = c.wait().ok();
-            self.child = None;
-            return (st, true);
-        }
-        (None, true)
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Command for a helper subcommand of this binary.
-fn helper(p: &RunParams, sub: &str) -> Command {
-    let mut c = Command::new(&p.exe);
-    c.args(&p.exe_prefix).arg(sub);
-    c
-}
-
-/// Make the child die with us, optionally at SCHED_FIFO `rt` (inherited by its threads).
-fn child_setup(c: &mut Command, death_sig: libc::c_int, rt: Option<u8>) {
-    // SAFETY: only async-signal-safe syscalls between fork and exec.
-    unsafe {
-        c.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, death_sig as libc::c_ulong, 0, 0, 0);
-            if let Some(p) = rt {
-                let param = libc::sched_param { sched_priority: p as libc::c_int };
-                libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
-            }
-            Ok(())
-        });
-    }
-}
-
-fn log_file(dir: &Path, name: &str) -> Result<Stdio> {
-    let p = dir.join(name);
-    Ok(Stdio::from(std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?))
-}
-
-/// stdout and stderr into one file (one open file description, one offset).
-fn log_pair(dir: &Path, name: &str) -> Result<(Stdio, Stdio)> {
-    let p = dir.join(name);
-    let f = std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?;
-    let g = f.try_clone().with_context(|| format!("dup {}", p.display()))?;
-    Ok((Stdio::from(f), Stdio::from(g)))
-}
-
-pub fn sched_ext_state() -> Option<String> {
-    std::fs::read_to_string("/sys/kernel/sched_ext/state").ok().map(|s| s.trim().to_string())
-}
-
-fn wait_sched_ext(want: &str, timeout: Duration, proc_: Option<&mut Proc>) -> Result<()> {
-    let deadline = monotonic_ns() + timeout.as_nanos() as u64;
-    let mut proc_ = proc_;
-    loop {
-        let st = sched_ext_state();
-        if st.as_deref() == Some(want) {
-            return Ok(());
-        }
-        if let Some(p) = proc_.as_deref_mut() {
-            if !p.running() {
-                bail!("{} exited before sched_ext became {want} (state {st:?}); see its log", p.name);
-            }
-        }
-        if monotonic_ns() >= deadline {
-            bail!("sched_ext state is {st:?}, not {want:?}, after {:?}", timeout);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn secs_ns(s: f64) -> u64 {
     (s.max(0.0) * 1e9) as u64
 }
 
-/// Estimated time from launching the tracer to its window opening (BPF
-/// load, snapshot): measured by [`probe_tracer`] and updated after every
-/// trace (seconds under software emulation).
-static TRACER_STARTUP_NS: AtomicU64 = AtomicU64::new(1_000_000_000);
-/// Safety margin around the estimate.
-const TRACE_MARGIN_NS: u64 = 300_000_000;
-
-pub fn tracer_startup_estimate_s() -> f64 {
-    TRACER_STARTUP_NS.load(Ordering::Relaxed) as f64 / 1e9
-}
-
-fn note_tracer_startup(observed_ns: u64) {
-    let old = TRACER_STARTUP_NS.load(Ordering::Relaxed);
-    // follow increases at once, decreases slowly
-    TRACER_STARTUP_NS.store(observed_ns.max(old / 4 * 3), Ordering::Relaxed);
-}
-
-
-fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path, start_at_ns: Option<u64>) -> Option<Command> {
-    let (prog, args) = p.tracer_cmd.split_first()?;
-    let mut c = Command::new(prog);
-    c.args(args)
-        .arg("--duration")
-        .arg(format!("{secs:.3}"))
-        .arg("--output")
-        .arg(out)
-        .arg("--be-cgroup")
-        .arg(format!("{}/{}", crate::cgroup::BASE, crate::configs::BE_CG))
-        .stdin(Stdio::null());
-    if let Some(at) = start_at_ns {
-        c.arg("--start-at-ns").arg(at.to_string());
-    }
-    if let Ok((o, e)) = log_pair(dir, &format!("trace-{tag}.log")) {
-        c.stdout(o).stderr(e);
-    }
-    child_setup(&mut c, libc::SIGKILL, if p.tracer_rt_prio > 0 { Some(p.tracer_rt_prio) } else { None });
-    Some(c)
-}
-
-/// Run the tracer once for `secs` to learn how long it takes to start here.
-/// Returns the start-up time in seconds.
-pub fn probe_tracer(p: &RunParams, dir: &Path) -> Result<f64> {
-    std::fs::create_dir_all(dir)?;
-    let out = dir.join("trace-probe.json");
-    let mut c = tracer_command(p, dir, "probe", 0.5, &out, None).context("no tracer command")?;
-    let t_launch = monotonic_ns();
-    let mut pr = Proc::spawn("tracer (probe)", &mut c)?;
-    let st = pr.wait_timeout(Duration::from_secs(120))?.context("tracer probe did not finish in 120 s")?;
-    if !st.success() {
-        let log = std::fs::read_to_string(dir.join("trace-probe.log")).unwrap_or_default();
-        bail!("tracer probe failed ({st}): {}", log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""));
-    }
-    let t = parse_report(&std::fs::read_to_string(&out).with_context(|| format!("read {}", out.display()))?)?;
-    let startup = t.window_start_ns.saturating_sub(t_launch);
-    TRACER_STARTUP_NS.store(startup, Ordering::Relaxed);
-    Ok(startup as f64 / 1e9)
-}
-
-/// A tracer in flight: process, report path, launch time, requested start.
-type Tracer = (Proc, PathBuf, u64, u64);
-
-/// Launch the tracer now, loaded and attached but tracing only from
-/// `from_ns` to about `to_ns`: its start-up (BPF load and verification,
-/// seconds of CPU under emulation, at RT priority) then happens before the
-/// experiment's windows instead of disturbing them.
-fn start_tracer(p: &RunParams, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, warnings: &mut Vec<String>) -> Option<Tracer> {
-    let now = monotonic_ns();
-    let opens = from_ns.max(now + TRACER_STARTUP_NS.load(Ordering::Relaxed));
-    let win = to_ns.saturating_sub(TRACE_MARGIN_NS).saturating_sub(opens);
-    if win < 500_000_000 {
-        warnings.push(format!("trace {tag}: phase too short to trace (lengthen the phase)"));
-        return None;
-    }
-    let out = dir.join(format!("trace-{tag}.json"));
-    let Some(mut c) = tracer_command(p, dir, tag, win as f64 / 1e9, &out, Some(opens)) else {
-        warnings.push("no tracer command".into());
-        return None;
-    };
-    match Proc::spawn(&format!("tracer ({tag})"), &mut c) {
-        Ok(pr) => Some((pr, out, now, opens)),
-        Err(e) => {
-            warnings.push(format!("trace {tag}: {e:#}"));
-            None
-        }
-    }
-}
-
-fn finish_tracer(t: Option<Tracer>, tag: &str, dir: &Path, warnings: &mut Vec<String>) -> Option<TraceFigures> {
-    let (mut pr, out, launched, wanted) = t?;
-    let st = match pr.wait_timeout(Duration::from_secs(60)) {
-        Ok(Some(st)) => st,
-        _ => {
-            pr.stop(libc::SIGKILL, Duration::from_secs(1));
-            warnings.push(format!("trace {tag}: tracer did not finish; killed"));
-            return None;
-        }
-    };
-    if !st.success() {
-        let log = std::fs::read_to_string(dir.join(format!("trace-{tag}.log"))).unwrap_or_default();
-        let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
-        warnings.push(format!("trace {tag}: tracer failed ({st}): {last}"));
-        return None;
-    }
-    match std::fs::read_to_string(&out).map_err(anyhow::Error::from).and_then(|s| parse_report(&s)) {
-        Ok(mut t) => {
-            // Late: the start-up took longer than the lead it was given.
-            let late = t.window_start_ns.saturating_sub(wanted);
-            if late > 200_000_000 {
-                note_tracer_startup(t.window_start_ns.saturating_sub(launched));
-                warnings.push(format!("trace {tag}: window opened {:.2} s late (slow tracer start-up)", late as f64 / 1e9));
-            }
-            t.startup_s = Some(t.window_start_ns.saturating_sub(launched) as f64 / 1e9);
-            for w in &t.warnings {
-                warnings.push(format!("trace {tag}: {w}"));
-            }
-            Some(t)
-        }
-        Err(e) => {
-            warnings.push(format!("trace {tag}: {e:#}"));
-            None
-        }
-    }
-}
-
 fn start_be(p: &RunParams, plan: &Plan, be_cg: Option<&Path>, dir: &Path) -> Result<Proc> {
-    let mut c = helper(p, "be-worker");
+    let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "be-worker");
     c.arg("--threads")
         .arg(p.be_threads.to_string())
         .arg("--policy")
@@ -572,26 +324,15 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         }
     };
 
-    // schedbe
+    // the sched_ext scheduler, if any
     let state0 = sched_ext_state();
     let mut sched = None;
-    if plan.load_schedbe {
-        let bin = p.schedbe_bin.as_ref().context("configuration schedbe: no schedbe binary found (--schedbe-bin)")?;
-        if state0.is_none() {
-            bail!("configuration schedbe: this kernel has no sched_ext (/sys/kernel/sched_ext missing); run in the VM (scripts/vm.sh)");
-        }
-        if state0.as_deref() != Some("disabled") {
-            bail!("configuration schedbe: a sched_ext scheduler is already {:?}", state0);
-        }
-        let mut c = Command::new(bin);
-        c.arg("run").args(&p.schedbe_args).stdin(Stdio::null()).stdout(log_file(dir, "schedbe-run.log")?).stderr(log_file(dir, "schedbe-run.err")?);
-        child_setup(&mut c, libc::SIGINT, None);
-        say("starting schedbe run");
-        let mut pr = Proc::spawn("schedbe run", &mut c)?;
-        wait_sched_ext("enabled", Duration::from_secs(120), Some(&mut pr))?;
-        sched = Some(pr);
+    if let Some(s) = plan.scheduler {
+        let cmd = SchedCmd::new(s, p.schedbe_bin.as_deref(), &p.schedbe_args, p.peers_dir.as_deref()).with_context(|| format!("configuration {}", cfg.name))?;
+        say(&format!("starting {}", s.name()));
+        sched = Some(scx::load(&cmd, dir, scx::LOAD_TIMEOUT).with_context(|| format!("configuration {}", cfg.name))?);
     } else if matches!(state0.as_deref(), Some(s) if s != "disabled") {
-        o.warnings.push(format!("a sched_ext scheduler is {:?} during a non-schedbe configuration", state0));
+        o.warnings.push(format!("a sched_ext scheduler is {:?} during configuration {} (which loads none)", state0, cfg.name));
     }
     o.sched_ext_state = sched_ext_state();
 
@@ -600,7 +341,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         "tcp" => format!("tcp:127.0.0.1:{}", 20_000 + (std::process::id() as usize * 7 + run_idx) % 40_000),
         _ => format!("unix:@schedbe-bench-{}-{run_idx}", std::process::id()),
     };
-    let mut c = helper(p, "lc-server");
+    let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "lc-server");
     c.arg("--listen").arg(&ep).arg("--iters-per-us").arg(format!("{}", p.iters_per_us)).arg("--policy").arg(plan.lc_policy.to_string()).arg("--burn").arg(&p.burn);
     if let Some(cg) = &lc_cg {
         c.arg("--cgroup").arg(cg);
@@ -620,7 +361,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     let send_end = be_start + secs_ns(p.be_secs);
     o.t0_ns = t0;
     o.send_end_ns = send_end;
-    let mut c = helper(p, "client");
+    let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "client");
     c.arg("--connect")
         .arg(&ep)
         .arg("--conns")
@@ -713,22 +454,8 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         }
     }
     server.stop(libc::SIGTERM, Duration::from_secs(5));
-    if let Some(mut s) = sched.take() {
-        let (st, killed) = s.stop(libc::SIGINT, Duration::from_secs(30));
-        if killed || !st.map(|s| s.success()).unwrap_or(false) {
-            o.warnings.push(format!("schedbe run did not exit cleanly on SIGINT ({st:?}, killed: {killed})"));
-        }
-        if let Err(e) = wait_sched_ext("disabled", Duration::from_secs(20), None) {
-            o.warnings.push(format!("after schedbe run: {e:#}"));
-        }
-        let err = std::fs::read_to_string(dir.join("schedbe-run.err")).unwrap_or_default();
-        let bad = |l: &str| {
-            let l = l.to_ascii_lowercase();
-            (l.contains("error") || l.contains("stall") || l.contains("exit")) && !l.contains("unregistered from user space")
-        };
-        for l in err.lines().filter(|l| bad(l)).take(3) {
-            o.warnings.push(format!("schedbe run: {l}"));
-        }
+    if let Some(s) = sched.take() {
+        o.warnings.extend(s.stop());
     }
     let _ = server.pid();
     if let Some(t) = &tr_lc_fig {
@@ -908,6 +635,7 @@ pub fn tests_params() -> RunParams {
             schedbe_bin: None,
             schedbe_args: vec![],
             tracer_cmd: vec![],
+            peers_dir: None,
         }
 }
 

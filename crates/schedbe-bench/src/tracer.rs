@@ -1,9 +1,17 @@
 //! Running `schedbe trace` next to a phase and reading the figures the
 //! harness reports from its JSON (totals.inversion_ns, inversion_frac, ...).
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use anyhow::{Context, Result};
+use crate::proc::{child_setup, log_pair, Proc};
+use crate::runner::RunParams;
+use crate::sys::monotonic_ns;
 
 /// The tracer figures the summary uses. CPU times in ns over all CPUs.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -88,6 +96,130 @@ pub fn parse_report(json: &str) -> Result<TraceFigures> {
             .unwrap_or_default(),
         startup_s: None,
     })
+}
+
+
+/// Estimated time from launching the tracer to its window opening (BPF
+/// load, snapshot): measured by [`probe_tracer`] and updated after every
+/// trace (seconds under software emulation).
+pub static TRACER_STARTUP_NS: AtomicU64 = AtomicU64::new(1_000_000_000);
+/// Safety margin around the estimate.
+pub const TRACE_MARGIN_NS: u64 = 300_000_000;
+
+pub fn tracer_startup_estimate_s() -> f64 {
+    TRACER_STARTUP_NS.load(Ordering::Relaxed) as f64 / 1e9
+}
+
+fn note_tracer_startup(observed_ns: u64) {
+    let old = TRACER_STARTUP_NS.load(Ordering::Relaxed);
+    // follow increases at once, decreases slowly
+    TRACER_STARTUP_NS.store(observed_ns.max(old / 4 * 3), Ordering::Relaxed);
+}
+
+fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path, start_at_ns: Option<u64>) -> Option<Command> {
+    let (prog, args) = p.tracer_cmd.split_first()?;
+    let mut c = Command::new(prog);
+    c.args(args)
+        .arg("--duration")
+        .arg(format!("{secs:.3}"))
+        .arg("--output")
+        .arg(out)
+        .arg("--be-cgroup")
+        .arg(format!("{}/{}", crate::cgroup::BASE, crate::configs::BE_CG))
+        .stdin(Stdio::null());
+    if let Some(at) = start_at_ns {
+        c.arg("--start-at-ns").arg(at.to_string());
+    }
+    if let Ok((o, e)) = log_pair(dir, &format!("trace-{tag}.log")) {
+        c.stdout(o).stderr(e);
+    }
+    child_setup(&mut c, libc::SIGKILL, if p.tracer_rt_prio > 0 { Some(p.tracer_rt_prio) } else { None });
+    Some(c)
+}
+
+/// Run the tracer once for `secs` to learn how long it takes to start here.
+/// Returns the start-up time in seconds.
+pub fn probe_tracer(p: &RunParams, dir: &Path) -> Result<f64> {
+    std::fs::create_dir_all(dir)?;
+    let out = dir.join("trace-probe.json");
+    let mut c = tracer_command(p, dir, "probe", 0.5, &out, None).context("no tracer command")?;
+    let t_launch = monotonic_ns();
+    let mut pr = Proc::spawn("tracer (probe)", &mut c)?;
+    let st = pr.wait_timeout(Duration::from_secs(120))?.context("tracer probe did not finish in 120 s")?;
+    if !st.success() {
+        let log = std::fs::read_to_string(dir.join("trace-probe.log")).unwrap_or_default();
+        bail!("tracer probe failed ({st}): {}", log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""));
+    }
+    let t = parse_report(&std::fs::read_to_string(&out).with_context(|| format!("read {}", out.display()))?)?;
+    let startup = t.window_start_ns.saturating_sub(t_launch);
+    TRACER_STARTUP_NS.store(startup, Ordering::Relaxed);
+    Ok(startup as f64 / 1e9)
+}
+
+/// A tracer in flight: process, report path, launch time, requested start.
+pub type Tracer = (Proc, PathBuf, u64, u64);
+
+/// Launch the tracer now, loaded and attached but tracing only from
+/// `from_ns` to about `to_ns`: its start-up (BPF load and verification,
+/// seconds of CPU under emulation, at RT priority) then happens before the
+/// experiment's windows instead of disturbing them.
+pub fn start_tracer(p: &RunParams, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, warnings: &mut Vec<String>) -> Option<Tracer> {
+    let now = monotonic_ns();
+    let opens = from_ns.max(now + TRACER_STARTUP_NS.load(Ordering::Relaxed));
+    let win = to_ns.saturating_sub(TRACE_MARGIN_NS).saturating_sub(opens);
+    if win < 500_000_000 {
+        warnings.push(format!("trace {tag}: phase too short to trace (lengthen the phase)"));
+        return None;
+    }
+    let out = dir.join(format!("trace-{tag}.json"));
+    let Some(mut c) = tracer_command(p, dir, tag, win as f64 / 1e9, &out, Some(opens)) else {
+        warnings.push("no tracer command".into());
+        return None;
+    };
+    match Proc::spawn(&format!("tracer ({tag})"), &mut c) {
+        Ok(pr) => Some((pr, out, now, opens)),
+        Err(e) => {
+            warnings.push(format!("trace {tag}: {e:#}"));
+            None
+        }
+    }
+}
+
+pub fn finish_tracer(t: Option<Tracer>, tag: &str, dir: &Path, warnings: &mut Vec<String>) -> Option<TraceFigures> {
+    let (mut pr, out, launched, wanted) = t?;
+    let st = match pr.wait_timeout(Duration::from_secs(60)) {
+        Ok(Some(st)) => st,
+        _ => {
+            pr.stop(libc::SIGKILL, Duration::from_secs(1));
+            warnings.push(format!("trace {tag}: tracer did not finish; killed"));
+            return None;
+        }
+    };
+    if !st.success() {
+        let log = std::fs::read_to_string(dir.join(format!("trace-{tag}.log"))).unwrap_or_default();
+        let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+        warnings.push(format!("trace {tag}: tracer failed ({st}): {last}"));
+        return None;
+    }
+    match std::fs::read_to_string(&out).map_err(anyhow::Error::from).and_then(|s| parse_report(&s)) {
+        Ok(mut t) => {
+            // Late: the start-up took longer than the lead it was given.
+            let late = t.window_start_ns.saturating_sub(wanted);
+            if late > 200_000_000 {
+                note_tracer_startup(t.window_start_ns.saturating_sub(launched));
+                warnings.push(format!("trace {tag}: window opened {:.2} s late (slow tracer start-up)", late as f64 / 1e9));
+            }
+            t.startup_s = Some(t.window_start_ns.saturating_sub(launched) as f64 / 1e9);
+            for w in &t.warnings {
+                warnings.push(format!("trace {tag}: {w}"));
+            }
+            Some(t)
+        }
+        Err(e) => {
+            warnings.push(format!("trace {tag}: {e:#}"));
+            None
+        }
+    }
 }
 
 #[cfg(test)]

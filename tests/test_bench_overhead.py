@@ -1,0 +1,120 @@
+"""`schedbe bench overhead` (docs/bench.md): schedbe's cost with no BE, against EEVDF
+and peer sched_ext schedulers.
+
+In the VM: `schedbe bench overhead --quick --configs eevdf,schedbe --reps 1` runs every
+workload (perf messaging and pipe, cyclictest, the LC server alone at two loads, the C
+build) under both configurations; its JSON, CSV and summary are written and parse,
+every run finished ok, schedbe's BPF programs were counted, and it leaves no scheduler
+loaded and kernel.bpf_stats_enabled as it was. No performance thresholds: the VM's
+timing is too noisy for that. The peers are not built by the test suite (scripts/peers.sh,
+`make bench-overhead`).
+
+On the host too: bad input (unknown workload or configuration, a missing peer binary)
+exits 1 with one clear error line, before anything runs.
+"""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import schedbe_testlib as tl
+
+CONFIGS = ["eevdf", "schedbe"]
+WORKLOADS = ["messaging", "pipe", "cyclictest", "lc-60", "lc-85", "build"]
+OUT = tl.RESULTS / "bench-overhead-quick"
+BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
+
+
+def bpf_stats():
+    try:
+        return BPF_STATS.read_text().strip()
+    except OSError:
+        return None
+
+
+@pytest.fixture(scope="module")
+def quick_run():
+    shutil.rmtree(OUT, ignore_errors=True)
+    before = bpf_stats()
+    r = tl.run_bench(["overhead", "--quick", "--configs", ",".join(CONFIGS), "--reps", "1", "--no-plot",
+                      "--out", OUT], "bench-overhead-quick.log", timeout=800)
+    return r, before
+
+
+@pytest.mark.vm
+def test_overhead_json(quick_run):
+    _, stats_before = quick_run
+    d = json.loads((OUT / "overhead.json").read_text())
+    assert [c[0] for c in d["configs"]] == CONFIGS
+    assert d["workloads"] == WORKLOADS
+    runs = {(r["workload"], r["config"]): r for r in d["runs"]}
+    assert sorted(runs) == sorted((w, c) for w in WORKLOADS for c in CONFIGS), runs.keys()
+    for (w, c), r in runs.items():
+        assert r["ok"], f"{w} under {c}: {r.get('error')}"
+        assert r["values"], f"{w} under {c}: no values"
+        assert (OUT / r["raw_dir"]).is_dir(), r["raw_dir"]
+    for c in CONFIGS:
+        assert runs[("messaging", c)]["values"]["time_s"] > 0
+        assert runs[("pipe", c)]["values"]["ops_per_s"] > 0
+        cyc = runs[("cyclictest", c)]["values"]
+        assert cyc["samples"] > 0 and cyc["max_us"] >= cyc.get("p99_us", 0)
+        assert runs[("lc-60", c)]["values"]["requests"] > 0
+        assert runs[("build", c)]["values"]["wall_s"] > 0
+    # schedbe's BPF programs were counted around the non-LC workloads
+    for w in ["messaging", "pipe", "cyclictest", "build"]:
+        b = runs[(w, "schedbe")]["bpf"]
+        assert b is not None and b["calls"] > 0 and b["callbacks"], f"{w}: no BPF counts"
+        assert runs[(w, "eevdf")]["bpf"] is None
+    ratio_rows = [x for x in d["rows"] if x["config"] == "schedbe"]
+    assert any(x["ratio"] is not None for x in ratio_rows), ratio_rows
+    # nothing left behind
+    assert tl.scx_state() == "disabled"
+    assert bpf_stats() == stats_before
+    assert not (tl.CGROOT / "schedbe-bench").exists()
+
+
+@pytest.mark.vm
+def test_overhead_csv_and_summary(quick_run):
+    r, _ = quick_run
+    with open(OUT / "overhead.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {x["config"] for x in rows} == set(CONFIGS)
+    assert {x["workload"] for x in rows} == set(WORKLOADS)
+    for x in rows:
+        float(x["value"])
+        if x["config"] == "eevdf":
+            assert float(x["ratio_to_eevdf"]) == 1.0
+    md = (OUT / "summary.md").read_text()
+    assert md.startswith("# schedbe bench overhead")
+    for w in WORKLOADS:
+        assert f"| {w} |" in md, f"summary has no row for {w}"
+    assert "BPF CPU time" in md
+    # the table printed at the end
+    assert any(line.startswith("messaging time_s") for line in r.stdout.splitlines()), r.stdout
+
+
+def run_bad(argv):
+    return tl.bench_bad(["overhead", *argv])
+
+
+def test_unknown_workload(tmp_path):
+    line = run_bad(["--configs", "eevdf", "--workloads", "messaging,hackbench", "--out", tmp_path / "o"])
+    assert "hackbench" in line and "cyclictest" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_config(tmp_path):
+    line = run_bad(["--configs", "eevdf,scx_nope", "--out", tmp_path / "o"])
+    assert "scx_nope" in line and "scx_bpfland" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_peer(tmp_path):
+    empty = tmp_path / "peers"
+    empty.mkdir()
+    line = run_bad(["--configs", "eevdf,scx_lavd", "--peers-dir", empty, "--out", tmp_path / "o"])
+    assert "scx_lavd" in line and "scripts/peers.sh" in line and str(empty) in line, line
+    assert not (tmp_path / "o").exists()
