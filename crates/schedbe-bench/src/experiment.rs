@@ -5,7 +5,6 @@
 //! same arrival sequence (seed) for every configuration of a repetition.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -177,7 +176,8 @@ pub(crate) fn preflight_schedulers(configs: &[Config], lc_fifo_prio: u8, s: &Sch
     let schedbe_bin = resolve_schedbe_bin(s.schedbe_bin.as_deref());
     let with: Vec<&Config> = configs.iter().filter(|c| c.plan(lc_fifo_prio).scheduler.is_some()).collect();
     let scheds: Vec<crate::scx::Scheduler> = with.iter().filter_map(|c| c.plan(lc_fifo_prio).scheduler).collect();
-    crate::peers::resolve(&scheds, s.peers_dir.as_deref(), s.build_peers)?;
+    let peers: Vec<&str> = scheds.iter().filter_map(|s| if let crate::scx::Scheduler::Peer(n) = s { Some(*n) } else { None }).collect();
+    crate::peers::resolve(&peers, s.peers_dir.as_deref(), s.build_peers)?;
     if let Some(c) = with.first() {
         if sched_ext_state().is_none() {
             bail!("configuration {} needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe bench ...", c.name);
@@ -296,50 +296,6 @@ pub(crate) fn start_meta(experiment: &str, command_line: &str, rt_prio: u8) -> M
     meta.orchestrator_policy = sys::current_policy_desc();
     meta.notes.push("timing in a software-emulated VM sharing 2 host cores with other work is noisy: compare configurations within this run only".into());
     meta
-}
-
-/// Locate scripts/plot.py: $SCHEDBE_PLOT, or as [`find_script`] does.
-fn find_plot_script() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("SCHEDBE_PLOT") {
-        return Some(PathBuf::from(p));
-    }
-    find_script("plot.py")
-}
-
-/// Locate scripts/NAME under the cwd or under an ancestor of this binary
-/// (the workspace).
-pub(crate) fn find_script(name: &str) -> Option<PathBuf> {
-    let rel = Path::new("scripts").join(name);
-    let mut cands = vec![rel.clone()];
-    if let Ok(exe) = std::env::current_exe() {
-        cands.extend(exe.ancestors().skip(1).map(|d| d.join(&rel)));
-    }
-    cands.into_iter().find(|p| p.is_file())
-}
-
-/// Run scripts/plot.py on an output directory with a Python that has matplotlib.
-pub fn plot(dir: &Path) -> Result<Vec<String>> {
-    let script = find_plot_script().context("scripts/plot.py not found (set SCHEDBE_PLOT)")?;
-    run_plot_script(&script, dir)
-}
-
-/// Run a plotting script on @dir with a Python that has matplotlib; the
-/// PNG file names it prints.
-pub fn run_plot_script(script: &Path, dir: &Path) -> Result<Vec<String>> {
-    let mut last_err = String::new();
-    for py in ["python3", "/usr/bin/python3"] {
-        let ok = Command::new(py).args(["-c", "import matplotlib"]).output().map(|o| o.status.success()).unwrap_or(false);
-        if !ok {
-            last_err = format!("{py}: no matplotlib");
-            continue;
-        }
-        let out = Command::new(py).arg(script).arg(dir).output().with_context(|| format!("run {py} {}", script.display()))?;
-        if !out.status.success() {
-            bail!("{} failed: {}", script.display(), String::from_utf8_lossy(&out.stderr).trim());
-        }
-        return Ok(String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.ends_with(".png")).map(|l| l.trim().to_string()).collect());
-    }
-    bail!("no Python with matplotlib ({last_err}); install python3-matplotlib (scripts/setup.sh)")
 }
 
 /// After drawing an output directory's figures separately (`bench plot`,
@@ -534,7 +490,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     let mut params = params;
     if params.trace != TraceMode::Off {
         eprintln!("bench: timing the tracer's start-up...");
-        match crate::tracer::probe_tracer(&params, &out.join("raw")) {
+        match crate::tracer::probe_tracer(&params.tracer(), &out.join("raw")) {
             Ok(s) => {
                 eprintln!("bench: tracer window opens {s:.2} s after launch; tracers are launched that much early");
                 meta.notes.push(format!("tracer start-up (probe): {s:.2} s; tracers launch early by their measured start-up"));
@@ -599,7 +555,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     write_requests(&out.join("requests.csv"), &runs)?;
     let mut figures = Vec::new();
     if !a.no_plot {
-        match plot(&out) {
+        match crate::scripts::plot(&out) {
             Ok(f) => figures = f,
             Err(e) => {
                 eprintln!("bench: warning: no figures: {e:#}");

@@ -46,6 +46,7 @@ pub mod proc;
 pub mod proto;
 pub mod report;
 pub mod runner;
+pub mod scripts;
 pub mod server;
 pub mod serverless;
 pub mod spin;
@@ -146,7 +147,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
             let (figs, json) = if overhead::setup::is_overhead_dir(dir) {
                 (overhead::plot(dir)?, overhead::JSON)
             } else {
-                (experiment::plot(dir)?, "bench.json")
+                (scripts::plot(dir)?, "bench.json")
             };
             experiment::record_figures(dir, json, &figs)?;
             for f in figs {

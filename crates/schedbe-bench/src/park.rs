@@ -24,7 +24,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::be::ResizeJob;
-use crate::experiment::{find_script, machine_meta};
+use crate::experiment::machine_meta;
+use crate::scripts::find_script;
 use crate::report::Meta;
 use crate::scx::sched_ext_state;
 use crate::sys::{monotonic_ns, Policy};

@@ -8,8 +8,6 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::scx::{SchedCmd, Scheduler};
-
 /// The peers scripts/peers.sh builds (and the names a configuration may use).
 pub const KNOWN: &[&str] = &["scx_bpfland", "scx_lavd"];
 
@@ -19,7 +17,7 @@ pub fn known(name: &str) -> Option<&'static str> {
 
 /// <repo>/.cache/peers/bin, the repository found from scripts/peers.sh.
 pub fn default_dir() -> Option<PathBuf> {
-    let script = crate::experiment::find_script("peers.sh")?;
+    let script = crate::scripts::find_script("peers.sh")?;
     let repo = script.parent()?.parent()?;
     Some(repo.join(".cache/peers/bin"))
 }
@@ -54,7 +52,7 @@ pub fn find(name: &str, dir: Option<&Path>) -> Result<PathBuf> {
 
 /// Run scripts/peers.sh (cargo install of the pinned versions; minutes).
 pub fn build(dir: Option<&Path>) -> Result<()> {
-    let script = crate::experiment::find_script("peers.sh").context("--build-peers: scripts/peers.sh not found (run from the repository)")?;
+    let script = crate::scripts::find_script("peers.sh").context("--build-peers: scripts/peers.sh not found (run from the repository)")?;
     let has_cargo = Command::new("cargo").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
     if !has_cargo {
         bail!("--build-peers: cargo not found; build the peers with scripts/peers.sh where Rust is installed");
@@ -78,18 +76,14 @@ pub fn build(dir: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// The commands for the peers among @scheds, checked before any run: a
-/// missing binary is built when @build, else it is an error naming
+/// The binaries of the peers @names, checked before any run: a missing
+/// binary is built when @build_missing, else it is an error naming
 /// scripts/peers.sh.
-pub fn resolve(scheds: &[Scheduler], dir: Option<&Path>, build_missing: bool) -> Result<Vec<SchedCmd>> {
-    let names: Vec<&'static str> = scheds.iter().filter_map(|s| if let Scheduler::Peer(n) = s { Some(*n) } else { None }).collect();
+pub fn resolve(names: &[&str], dir: Option<&Path>, build_missing: bool) -> Result<Vec<PathBuf>> {
     if build_missing && names.iter().any(|n| find(n, dir).is_err()) {
         build(dir)?;
     }
-    names
-        .into_iter()
-        .map(|n| Ok(SchedCmd { sched: Scheduler::Peer(n), bin: find(n, dir).with_context(|| format!("configuration {n}"))?, args: vec![] }))
-        .collect()
+    names.iter().map(|n| find(n, dir).with_context(|| format!("configuration {n}"))).collect()
 }
 
 #[cfg(test)]
@@ -108,10 +102,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(find("scx_bpfland", Some(&d)).unwrap(), b);
-        let cmds = resolve(&[Scheduler::Schedbe, Scheduler::Peer("scx_bpfland")], Some(&d), false).unwrap();
-        assert_eq!(cmds.len(), 1);
-        assert_eq!(cmds[0].bin, b);
-        assert!(resolve(&[Scheduler::Peer("scx_lavd")], Some(&d), false).is_err());
+        assert_eq!(resolve(&["scx_bpfland"], Some(&d), false).unwrap(), vec![b.clone()]);
+        assert!(resolve(&["scx_bpfland", "scx_lavd"], Some(&d), false).is_err());
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(known("scx_lavd"), Some("scx_lavd"));
         assert_eq!(known("scx_rusty"), None);

@@ -28,7 +28,7 @@ use crate::stats::{ratio, window_index, LatencyHist, LatencySummary};
 use crate::proc::{child_setup, log_file, log_pair, Proc};
 use crate::scx::{self, sched_ext_state, SchedCmd};
 use crate::sys::{self, monotonic_ns, sleep_until_ns};
-use crate::tracer::{finish_tracer, start_tracer, TraceFigures, TRACER_STARTUP_NS, TRACE_MARGIN_NS};
+use crate::tracer::{finish_tracer, start_tracer, TraceFigures, TracerSpec, TRACER_STARTUP_NS, TRACE_MARGIN_NS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -97,6 +97,13 @@ pub struct RunParams {
     /// Where the peer schedulers' binaries are (None: crate::peers::find's default).
     #[serde(default)]
     pub peers_dir: Option<PathBuf>,
+}
+
+impl RunParams {
+    /// How this run starts the tracer.
+    pub fn tracer(&self) -> TracerSpec<'_> {
+        TracerSpec { cmd: &self.tracer_cmd, rt_prio: self.tracer_rt_prio }
+    }
 }
 
 fn default_burn() -> String {
@@ -413,8 +420,8 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     // Tracers: launched now, tracing from the start of each measurement window.
     let lc_from = t0 + secs_ns(p.warmup_secs);
     let be_from = be_start + secs_ns(p.settle_secs);
-    let tr_lc = if p.trace == TraceMode::Both { start_tracer(p, dir, "lc", lc_from, be_start, &mut o.warnings) } else { None };
-    let tr_be = if p.trace != TraceMode::Off { start_tracer(p, dir, "be", be_from, send_end, &mut o.warnings) } else { None };
+    let tr_lc = if p.trace == TraceMode::Both { start_tracer(&p.tracer(), dir, "lc", lc_from, be_start, &mut o.warnings) } else { None };
+    let tr_be = if p.trace != TraceMode::Off { start_tracer(&p.tracer(), dir, "be", be_from, send_end, &mut o.warnings) } else { None };
     let mut be = None;
     sleep_until_ns(be_start);
     if has_be {

@@ -10,8 +10,14 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::proc::{child_setup, log_pair, Proc};
-use crate::runner::RunParams;
 use crate::sys::monotonic_ns;
+
+/// How to start the tracer: its command line (empty: no tracer) and the
+/// SCHED_FIFO priority it runs at (0: none). Built by RunParams::tracer.
+pub struct TracerSpec<'a> {
+    pub cmd: &'a [String],
+    pub rt_prio: u8,
+}
 
 /// The tracer figures the summary uses. CPU times in ns over all CPUs.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -116,8 +122,8 @@ fn note_tracer_startup(observed_ns: u64) {
     TRACER_STARTUP_NS.store(observed_ns.max(old / 4 * 3), Ordering::Relaxed);
 }
 
-fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path, start_at_ns: Option<u64>) -> Option<Command> {
-    let (prog, args) = p.tracer_cmd.split_first()?;
+fn tracer_command(p: &TracerSpec, dir: &Path, tag: &str, secs: f64, out: &Path, start_at_ns: Option<u64>) -> Option<Command> {
+    let (prog, args) = p.cmd.split_first()?;
     let mut c = Command::new(prog);
     c.args(args)
         .arg("--duration")
@@ -133,13 +139,13 @@ fn tracer_command(p: &RunParams, dir: &Path, tag: &str, secs: f64, out: &Path, s
     if let Ok((o, e)) = log_pair(dir, &format!("trace-{tag}.log")) {
         c.stdout(o).stderr(e);
     }
-    child_setup(&mut c, libc::SIGKILL, if p.tracer_rt_prio > 0 { Some(p.tracer_rt_prio) } else { None });
+    child_setup(&mut c, libc::SIGKILL, if p.rt_prio > 0 { Some(p.rt_prio) } else { None });
     Some(c)
 }
 
 /// Run the tracer once for `secs` to learn how long it takes to start here.
 /// Returns the start-up time in seconds.
-pub fn probe_tracer(p: &RunParams, dir: &Path) -> Result<f64> {
+pub fn probe_tracer(p: &TracerSpec, dir: &Path) -> Result<f64> {
     std::fs::create_dir_all(dir)?;
     let out = dir.join("trace-probe.json");
     let mut c = tracer_command(p, dir, "probe", 0.5, &out, None).context("no tracer command")?;
@@ -163,7 +169,7 @@ pub type Tracer = (Proc, PathBuf, u64, u64);
 /// `from_ns` to about `to_ns`: its start-up (BPF load and verification,
 /// seconds of CPU under emulation, at RT priority) then happens before the
 /// experiment's windows instead of disturbing them.
-pub fn start_tracer(p: &RunParams, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, warnings: &mut Vec<String>) -> Option<Tracer> {
+pub fn start_tracer(p: &TracerSpec, dir: &Path, tag: &str, from_ns: u64, to_ns: u64, warnings: &mut Vec<String>) -> Option<Tracer> {
     let now = monotonic_ns();
     let opens = from_ns.max(now + TRACER_STARTUP_NS.load(Ordering::Relaxed));
     let win = to_ns.saturating_sub(TRACE_MARGIN_NS).saturating_sub(opens);

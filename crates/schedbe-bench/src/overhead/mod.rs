@@ -34,8 +34,8 @@ pub const JSON: &str = "overhead.json";
 
 /// Draw overhead.png from an output directory (scripts/plot_overhead.py).
 pub fn plot(dir: &Path) -> Result<Vec<String>> {
-    let script = crate::experiment::find_script("plot_overhead.py").context("scripts/plot_overhead.py not found")?;
-    crate::experiment::run_plot_script(&script, dir)
+    let script = crate::scripts::find_script("plot_overhead.py").context("scripts/plot_overhead.py not found")?;
+    crate::scripts::run_plot_script(&script, dir)
 }
 
 pub fn run(a: &OverheadArgs, command_line: &str) -> Result<()> {
