@@ -222,6 +222,13 @@ def cg_usage_usec(rel):
     raise KeyError("usage_usec")
 
 
+def idle_seconds():
+    """Idle time of all CPUs so far (idle + iowait of /proc/stat's cpu line), in s."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+
+
 def cg_frozen(rel):
     """Is the cgroup frozen (cgroup.events "frozen 1")?"""
     return "frozen 1" in cg_read(rel, "cgroup.events").splitlines()
