@@ -28,7 +28,7 @@ REQUIRE = os.environ.get("SCHEDBE_REQUIRE_SCX") == "1"
 
 # One hung test must fail itself, not eat the suite's whole VM timeout (the
 # guest is killed then, and no test after it reports anything). The longest
-# test (test_load_unload) takes ~3.5 min under emulation; override with SCHEDBE_TEST_TIMEOUT.
+# tests take ~2.5 min under emulation; override with SCHEDBE_TEST_TIMEOUT.
 TEST_TIMEOUT_S = int(os.environ.get("SCHEDBE_TEST_TIMEOUT", "480"))
 
 
