@@ -16,6 +16,11 @@ pub struct Config {
     pub default_be_cgroups: bool,
     /// LC time slice.
     pub lc_slice_us: u64,
+    /// An LC task that wakes at least this far (virtual time) behind the LC
+    /// task on a busy CPU preempts it; 0: LC never preempts LC.
+    pub lc_preempt_us: u64,
+    /// ... once that task has run this long.
+    pub lc_preempt_min_us: u64,
     /// BE time slice (LC preempts BE anyway, so it can be long).
     pub be_slice_us: u64,
     /// A BE task queued longer than this gets one guard slice.
@@ -24,7 +29,7 @@ pub struct Config {
     pub guard_slice_us: u64,
     /// How often to rescan the cgroup tree (new BE-pattern cgroups, cpu.max,
     /// cpu.weight). Cgroup moves and cpu.idle writes need no rescan: the BPF
-    /// side reads them at every enqueue.
+    /// side sees them at the next decision (tier_cache.bpf.h).
     pub rescan_ms: u64,
     /// How often to recompute the flattened LC cgroup weights.
     pub flatten_ms: u64,
@@ -48,6 +53,8 @@ impl Default for Config {
             be_cgroups: Vec::new(),
             default_be_cgroups: true,
             lc_slice_us: 5_000,
+            lc_preempt_us: 1_000,
+            lc_preempt_min_us: 500,
             be_slice_us: 20_000,
             starvation_limit_ms: 5_000,
             guard_slice_us: 2_000,
@@ -78,6 +85,8 @@ impl Config {
 
     pub fn validate(&self) -> Result<()> {
         check_range("lc_slice_us", self.lc_slice_us, 100, 100_000)?;
+        check_range("lc_preempt_us", self.lc_preempt_us, 0, 100_000)?;
+        check_range("lc_preempt_min_us", self.lc_preempt_min_us, 0, 100_000)?;
         check_range("be_slice_us", self.be_slice_us, 100, 1_000_000)?;
         check_range("guard_slice_us", self.guard_slice_us, 100, 20_000)?;
         check_range("starvation_limit_ms", self.starvation_limit_ms, 100, MAX_STARVATION_LIMIT_MS)?;

@@ -97,6 +97,9 @@ struct RunArgs {
     /// LC time slice in µs [default 5000]
     #[arg(long)]
     lc_slice_us: Option<u64>,
+    /// LC wakeup preemption: a woken LC task this far (µs of virtual time) behind the LC task on a busy CPU preempts it; 0 turns it off [default 1000]
+    #[arg(long)]
+    lc_preempt_us: Option<u64>,
     /// BE time slice in µs (LC preempts BE whenever it needs the CPU, so this can be long) [default 20000]
     #[arg(long)]
     be_slice_us: Option<u64>,
@@ -179,6 +182,9 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     cfg.be_cgroups.extend(a.be_cgroups.iter().cloned());
     if a.no_default_be_cgroups {
         cfg.default_be_cgroups = false;
+    }
+    if let Some(v) = a.lc_preempt_us {
+        cfg.lc_preempt_us = v;
     }
     if let Some(v) = a.lc_slice_us {
         cfg.lc_slice_us = v;

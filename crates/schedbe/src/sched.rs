@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -94,6 +94,8 @@ impl<'a> Scheduler<'a> {
 
         let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
         rodata.lc_slice_ns = cfg.lc_slice_us * 1000;
+        rodata.lc_preempt_gran_ns = cfg.lc_preempt_us * 1000; // 0: LC never preempts LC
+        rodata.lc_preempt_min_ns = cfg.lc_preempt_min_us * 1000;
         rodata.be_slice_ns = cfg.be_slice_us * 1000;
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
@@ -135,6 +137,16 @@ impl<'a> Scheduler<'a> {
             "cpu.max enforced by schedbe; changes apply {}",
             if set_bw { "when written (ops.cgroup_set_bandwidth)" } else { "at the next cgroup rescan" }
         );
+
+        // cpu.idle writes reach the BPF side through ops.cgroup_set_idle
+        // (v6.19+), so the cpu.idle part of a task's tier can be remembered
+        // (tier_cache.bpf.h); before, it is walked at every decision.
+        let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
+        skel.maps.rodata_data.as_mut().context("BPF rodata missing")?.tier_idle_cached = set_idle;
+        if !set_idle {
+            skel.struct_ops.schedbe_ops_mut().cgroup_set_idle = std::ptr::null_mut();
+            skel.progs.schedbe_cgroup_set_idle.set_autoload(false);
+        }
 
         // Thaw what a previous run left parked before anything else changes.
         let state_file = std::path::PathBuf::from(&cfg.state_file);
@@ -195,6 +207,7 @@ impl<'a> Scheduler<'a> {
         self.id_rel = all.iter().map(|c| (c.id, c.rel.clone())).collect();
         self.be_rels = found.iter().map(|c| c.rel.clone()).collect();
         let (add, del) = self.be_ids.update(found.iter().map(|c| c.id));
+        let changed = !add.is_empty() || !del.is_empty();
         for id in add {
             self.skel.maps.be_cgroups.update(&id.to_ne_bytes(), &[1u8], MapFlags::ANY)
                 .context("cannot update be_cgroups map")?;
@@ -204,6 +217,9 @@ impl<'a> Scheduler<'a> {
         }
         for id in del {
             let _ = self.skel.maps.be_cgroups.delete(&id.to_ne_bytes());
+        }
+        if changed {
+            self.bump_tier_gen()?;
         }
 
         let limitable: Vec<(u64, &str)> =
@@ -225,6 +241,16 @@ impl<'a> Scheduler<'a> {
                 let _ = self.skel.maps.cgrp_load.delete(&k);
             }
         }
+        Ok(())
+    }
+
+    /// be_cgroups changed: make the BPF side recompute every task's remembered
+    /// tier (tier_cache.bpf.h). Atomic, because ops.cgroup_set_idle bumps it too.
+    fn bump_tier_gen(&mut self) -> Result<()> {
+        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+        // SAFETY: tier_gen is an aligned u64 in the mmapped BPF bss, which
+        // lives as long as the skeleton; BPF updates it with atomic adds only.
+        unsafe { AtomicU64::from_ptr(&mut bss.tier_gen) }.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -299,12 +325,14 @@ impl<'a> Scheduler<'a> {
                 Node { id: *id, rel: rel.clone(), has_cpu: *has_cpu, weight: *weight, load: cur.saturating_sub(prev) as f64 / dt }
             })
             .collect();
+        let mut changed = false;
         for (id, f) in flatten::flatten(&nodes) {
             // Only write factors that changed by more than 1%: map updates are syscalls.
             let old = self.factors.get(&id).copied().unwrap_or(0);
             if old == 0 || f.abs_diff(old) * 100 > old {
                 self.skel.maps.cgrp_factor.update(&id.to_ne_bytes(), &f.to_ne_bytes(), MapFlags::ANY)?;
                 self.factors.insert(id, f);
+                changed = true;
             }
             self.factor_ids.insert(id);
         }
@@ -313,6 +341,12 @@ impl<'a> Scheduler<'a> {
             let _ = self.skel.maps.cgrp_factor.delete(&id.to_ne_bytes());
             self.factor_ids.remove(&id);
             self.factors.remove(&id);
+            changed = true;
+        }
+        // Tasks remember their factor until this moves (lc_weight.bpf.h).
+        if changed {
+            let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+            bss.factor_gen = bss.factor_gen.wrapping_add(1);
         }
         self.load_prev = load_now;
         Ok(())
@@ -343,6 +377,7 @@ impl<'a> Scheduler<'a> {
             t.kick_lat_ns += s.kick_lat_ns;
             t.kick_lat_n += s.kick_lat_n;
             t.kick_idle += s.kick_idle;
+            t.lc_preempt += s.lc_preempt;
             t.exit_takes += s.exit_takes;
             t.tick_yields += s.tick_yields;
             t.running_yields += s.running_yields;
@@ -374,6 +409,7 @@ impl<'a> Scheduler<'a> {
             tick_yields: t.tick_yields,
             running_yields: t.running_yields,
             kick_idle: t.kick_idle,
+            lc_preempt: t.lc_preempt,
             lc_direct: t.lc_direct,
             lc_dispatches: t.lc_dispatches,
             be_dispatches: t.be_dispatches,

@@ -46,6 +46,8 @@ pub struct Metrics {
     pub running_yields: u64,
     #[stat(desc = "Backstop: BE tasks that yielded at a tick because LC was queued")]
     pub tick_yields: u64,
+    #[stat(desc = "LC wakeups that preempted an LC task which had run its share (no CPU idle or running BE)")]
+    pub lc_preempt: u64,
     #[stat(desc = "Idle CPUs woken for a queued task")]
     pub kick_idle: u64,
     #[stat(desc = "LC wakeups placed directly on an idle CPU")]
@@ -157,6 +159,7 @@ impl Metrics {
             exit_takes: self.exit_takes - prev.exit_takes,
             tick_yields: self.tick_yields - prev.tick_yields,
             running_yields: self.running_yields - prev.running_yields,
+            lc_preempt: self.lc_preempt - prev.lc_preempt,
             kick_idle: self.kick_idle - prev.kick_idle,
             lc_direct: self.lc_direct - prev.lc_direct,
             lc_dispatches: self.lc_dispatches - prev.lc_dispatches,

@@ -92,7 +92,7 @@ static bool guard_rescue(s32 cpu)
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
 			starving = waited(now, tctx->enq_at, starvation_limit_ns);
-			if (!starving && sched_as_be(p))
+			if (!starving && sched_as_be(p, tctx))
 				continue;
 			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {

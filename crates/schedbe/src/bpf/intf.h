@@ -49,6 +49,7 @@ struct cpu_stats {
 	u64 bw_releases;	/* cpu.max: held tasks released at a period boundary */
 	u64 bw_restarts;	/* cpu.max: a slot's limit (re)started with a full quota */
 	u64 bw_forgiven_ns;	/* cpu.max: overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
+	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
 };
 
 /* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */

@@ -5,11 +5,24 @@
  * computes by flattening the cgroup v2 cpu.weight hierarchy with the
  * runnable load this header accounts per cgroup.
  *
- * The includer defines struct task_ctx with lc_runnable, runnable_at and
- * acct_cgid, and task_cgid().
+ * Hot-path cost: both halves run at every charge (tick, stopping) and at
+ * every runnable/quiescent, so neither does a map operation there in the
+ * common case:
+ *  - the factor is remembered per task (struct lcw_memo) with the cgroup it
+ *    was looked up for and factor_gen, which userspace bumps after each
+ *    flattening pass that changed or dropped a factor;
+ *  - runnable load is summed per task and added to the cgroup's counter
+ *    once at least LCW_FLUSH_NS of runnable time has gathered (or the task
+ *    changes cgroup). Userspace reads the counters once per flattening
+ *    interval (1 s), so what a sleeping task still holds (under 1 ms) is
+ *    noise; it is counted when the task runs again.
+ *
+ * The includer defines task_cgid().
  */
 #ifndef __SCHEDBE_LC_WEIGHT_BPF_H
 #define __SCHEDBE_LC_WEIGHT_BPF_H
+
+#define LCW_FLUSH_NS	(1000ULL * 1000)
 
 /* cgroup id -> LC weight factor (SCHEDBE_FACTOR_ONE = 1.0), from userspace. */
 struct {
@@ -27,40 +40,92 @@ struct {
 	__type(value, struct cgrp_acct);
 } cgrp_load SEC(".maps");
 
+/* Bumped by userspace after it changed or deleted entries of cgrp_factor. */
+u64 factor_gen;
+
+/* Per task: the remembered factor and the runnable load not yet added to its cgroup. */
+struct lcw_memo {
+	u64 factor;		/* cgrp_factor of factor_cgrp, or SCHEDBE_FACTOR_ONE */
+	u64 factor_cgrp;	/* the cgroup (pointer as a number) it is for; 0: none yet */
+	u64 factor_gen;		/* factor_gen it was read at */
+	u64 runnable_at;	/* start of unaccounted runnable time */
+	u64 acct_cgid;		/* cgroup charged with that runnable time */
+	u64 pending_wns;	/* runnable time x weight not yet added to acct_cgid */
+	u64 pending_ns;		/* the runnable time in it */
+	u8 runnable;		/* accounting active (LC and runnable) */
+};
+
 /*
  * Effective LC weight: nice weight (p->scx.weight, 100 at nice 0) times the
  * cgroup factor userspace computed. Unknown cgroups count as 1.0 until the
  * next flattening pass (at most one interval).
  */
-static u64 lc_weight(struct task_struct *p)
+static u64 lc_weight(struct task_struct *p, struct lcw_memo *m)
 {
-	u64 cgid = task_cgid(p), f = SCHEDBE_FACTOR_ONE, w;
-	u64 *fp = bpf_map_lookup_elem(&cgrp_factor, &cgid);
+	u64 cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp), gen = *(volatile u64 *)&factor_gen;
+	u64 cgid, w, *fp;
 
-	if (fp)
-		f = *fp;
-	w = (u64)p->scx.weight * f / SCHEDBE_FACTOR_ONE;
+	if (m->factor_cgrp != cg || m->factor_gen != gen) {
+		cgid = task_cgid(p);
+		fp = bpf_map_lookup_elem(&cgrp_factor, &cgid);
+		m->factor = fp ? *fp : SCHEDBE_FACTOR_ONE;
+		m->factor_cgrp = cg;
+		m->factor_gen = gen;
+	}
+	w = (u64)p->scx.weight * m->factor / SCHEDBE_FACTOR_ONE;
 	return w ? w : 1;
 }
 
-/* Add runnable time x weight of an LC task to its cgroup's load. */
-static void acct_runnable(struct task_struct *p, struct task_ctx *tctx, u64 now)
+/* Add what @m gathered to its cgroup's counter. */
+static void lcw_flush(struct lcw_memo *m)
 {
 	struct cgrp_acct *a, zero = {};
+
+	if (!m->pending_wns)
+		return;
+	a = bpf_map_lookup_elem(&cgrp_load, &m->acct_cgid);
+	if (!a) {
+		bpf_map_update_elem(&cgrp_load, &m->acct_cgid, &zero, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&cgrp_load, &m->acct_cgid);
+	}
+	if (a)
+		__sync_fetch_and_add(&a->runnable_wns, m->pending_wns);
+	m->pending_wns = 0;
+	m->pending_ns = 0;
+}
+
+/* Count runnable time x weight of an LC task up to @now. */
+static void acct_runnable(struct task_struct *p, struct lcw_memo *m, u64 now)
+{
 	u64 dt;
 
-	if (!tctx->lc_runnable || now <= tctx->runnable_at)
+	if (!m->runnable || now <= m->runnable_at)
 		return;
-	dt = now - tctx->runnable_at;
-	tctx->runnable_at = now;
-	a = bpf_map_lookup_elem(&cgrp_load, &tctx->acct_cgid);
-	if (!a) {
-		bpf_map_update_elem(&cgrp_load, &tctx->acct_cgid, &zero, BPF_NOEXIST);
-		a = bpf_map_lookup_elem(&cgrp_load, &tctx->acct_cgid);
-		if (!a)
-			return;
-	}
-	__sync_fetch_and_add(&a->runnable_wns, dt * p->scx.weight);
+	dt = now - m->runnable_at;
+	m->runnable_at = now;
+	m->pending_wns += dt * p->scx.weight;
+	m->pending_ns += dt;
+	if (m->pending_ns >= LCW_FLUSH_NS)
+		lcw_flush(m);
+}
+
+/* ops.runnable of an LC task: accounting starts, charged to its cgroup now. */
+static void lcw_runnable(struct task_struct *p, struct lcw_memo *m, u64 now)
+{
+	u64 cgid = task_cgid(p);
+
+	if (cgid != m->acct_cgid)
+		lcw_flush(m);	/* what it gathered belongs to the old cgroup */
+	m->acct_cgid = cgid;
+	m->runnable = 1;
+	m->runnable_at = now;
+}
+
+/* ops.quiescent: accounting stops (what is pending stays for later). */
+static void lcw_quiescent(struct task_struct *p, struct lcw_memo *m, u64 now)
+{
+	acct_runnable(p, m, now);
+	m->runnable = 0;
 }
 
 #endif /* __SCHEDBE_LC_WEIGHT_BPF_H */

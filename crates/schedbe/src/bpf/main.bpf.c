@@ -31,6 +31,11 @@
  *         Userspace flattens the cgroup v2 cpu.weight hierarchy into those
  *         factors from measured runnable load (see flatten.rs), so weights
  *         hold across CPUs, not per runqueue.
+ *  LC latency: an LC task that wakes with virtual-time credit (it slept)
+ *         and finds every allowed CPU running LC preempts the LC task that
+ *         is furthest ahead of it among two candidates, once that task has
+ *         run lc_preempt_min_ns (lc_wakeup_preempt()); a synchronous wakeup
+ *         behind an LC waker stays on the waker's CPU (sync_to_waker()).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
  *         guard slice, so the sched_ext watchdog never fires; the CPU time
  *         this costs LC is counted (guard_ns).
@@ -49,14 +54,16 @@
  *         for the period is held out of both tiers' queues until the period
  *         ends (cpumax.bpf.h), whatever its tier: a limit caps LC and BE alike.
  *
- * Shared with other policies: tier.bpf.h (LC/BE rules), task_state.bpf.h
+ * Shared with other policies: tier.bpf.h (LC/BE rules) and tier_cache.bpf.h
+ * (those rules remembered per task), task_state.bpf.h
  * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h.
  * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
- * load), be_guard.bpf.h (starvation guard, parking reports).
+ * load), lc_place.bpf.h (where a queued LC task runs), be_guard.bpf.h
+ * (starvation guard, parking reports).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
-#include "tier.bpf.h"
+#include "tier_cache.bpf.h"
 #include "task_state.bpf.h"
 
 
@@ -93,14 +100,6 @@ struct {
 	__type(value, struct cpu_stats);
 } stats SEC(".maps");
 
-/* CPU -> when an entry-check kick was sent to it (0: none pending). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SCHEDBE_MAX_CPUS);
-	__type(key, u32);
-	__type(value, u64);
-} kick_at SEC(".maps");
-
 enum { TIER_LC = 0, TIER_BE = 1 };
 
 static __always_inline struct cpu_stats *my_stats(void)
@@ -115,8 +114,14 @@ static __always_inline struct cpu_stats *my_stats(void)
 		__s->field += (v);				\
 } while (0)
 
+static __always_inline u64 task_cgid(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+}
+
 #include "rt_takeover.bpf.h"
 #include "cpumax.bpf.h"
+#include "lc_weight.bpf.h"
 
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
@@ -124,13 +129,12 @@ struct task_ctx {
 	u64 starve_since;	/* BE: start of the current starvation window; 0: none */
 	u64 starve_ran;		/* BE: CPU time it got in that window */
 	u64 run_start;		/* when the current stint on a CPU began */
-	u64 runnable_at;	/* LC: start of unaccounted runnable time */
-	u64 acct_cgid;		/* LC: cgroup charged with that runnable time */
 	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
 	u8 tier_valid;
 	u8 guarded;		/* running on a guard slice */
-	u8 lc_runnable;		/* LC runnable-time accounting active */
 	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
+	struct tier_memo memo;	/* the LC/BE rules' answer (tier_cache.bpf.h) */
+	struct lcw_memo lcw;	/* LC weight factor and batched load (lc_weight.bpf.h) */
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
 };
 
@@ -156,20 +160,16 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline u64 lc_dsq(u32 llc) { return SCHEDBE_LC_DSQ_BASE + llc; }
 static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
 
-static __always_inline u64 task_cgid(struct task_struct *p)
-{
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-}
+#include "lc_place.bpf.h"
 
-#include "lc_weight.bpf.h"
 
 /*
  * The tier @p is scheduled in right now: BE by the rules, unless it is
  * dying or on its way to the freezer trap (both must get to run).
  */
-static __always_inline bool sched_as_be(struct task_struct *p)
+static __always_inline bool sched_as_be(struct task_struct *p, struct task_ctx *tctx)
 {
-	return tier_task_is_be(p) && !task_dying(p) && !task_freezing(p);
+	return tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p);
 }
 
 /*
@@ -178,7 +178,7 @@ static __always_inline bool sched_as_be(struct task_struct *p)
  */
 static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 {
-	bool rule_be = tier_task_is_be(p), freezing = rule_be && task_freezing(p);
+	bool rule_be = tier_task_is_be_cached(p, &tctx->memo), freezing = rule_be && task_freezing(p);
 	u8 tier = rule_be && !freezing && !task_dying(p) ? TIER_BE : TIER_LC;
 
 	tctx->freeze_boost = freezing;
@@ -188,117 +188,6 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	tctx->tier = tier;
 	tctx->tier_valid = 1;
 	return tier;
-}
-
-/*
- * Full memory barrier. The entry check is a store-buffer pattern: the waker
- * queues LC then reads be_cpus; a CPU starting BE sets its be_cpus bit then
- * reads the LC queues. Without a full barrier on both sides each could miss
- * the other, and BE would run until the next tick with LC queued. A BPF
- * atomic with fetch is fully ordered (lock xadd on x86).
- */
-static u64 barrier_word;
-static __always_inline void full_barrier(void)
-{
-	__sync_fetch_and_add(&barrier_word, 0);
-}
-
-static bool lc_queued(void)
-{
-	u32 i;
-
-	bpf_for(i, 0, nr_llcs) {
-		if (scx_bpf_dsq_nr_queued(lc_dsq(i)))
-			return true;
-	}
-	return false;
-}
-
-/*
- * Take a CPU that runs BE and that @p may use out of be_cpus, preferring
- * @p's previous CPU (warm cache). Clearing the bit is the claim: concurrent
- * wakeups take different CPUs. -1 if there is none.
- */
-static s32 claim_be_cpu(struct task_struct *p)
-{
-	struct bpf_cpumask *be = be_cpus;
-	s32 cpu, prev = scx_bpf_task_cpu(p);
-
-	if (!be)
-		return -1;
-	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
-	    bpf_cpumask_test_and_clear_cpu(prev, be))
-		return prev;
-	cpu = bpf_cpumask_any_and_distribute(cast_mask(be), p->cpus_ptr);
-	if (cpu >= scx_bpf_nr_cpu_ids() || !bpf_cpumask_test_and_clear_cpu(cpu, be))
-		return -1;	/* no CPU runs BE, or another wakeup just claimed it */
-	return cpu;
-}
-
-/* Count an entry-check preemption and remember when, to measure how long it takes to land. */
-static void note_preempt(s32 cpu)
-{
-	u32 key = cpu;
-	u64 *ts = bpf_map_lookup_elem(&kick_at, &key);
-
-	STAT_ADD(preempt_be, 1);
-	if (ts)
-		*ts = bpf_ktime_get_ns();
-}
-
-/*
- * The direct entry check (straight into a CPU's local queue) only where a
- * task stranded there by an RT/DL takeover is rescued (rescue_stranded:
- * v7.1+). Elsewhere the LC task waits in the shared queue and the claimed
- * CPU is kicked: whichever CPU gets to it first runs it, and an RT task
- * taking the kicked CPU cannot strand it (on a 6.17 kernel the direct
- * check let LC tasks wait up to 350 ms behind the tracer's RT thread).
- */
-
-static __always_inline bool direct_entry(void)
-{
-	return rescue_available();
-}
-
-/*
- * Queue an LC task so that a CPU runs it as soon as possible:
- *  - an idle CPU: queue it and wake that CPU;
- *  - entry check: no idle CPU, one runs BE: put @p straight into that CPU's
- *    local queue with SCX_ENQ_PREEMPT (v7.1+, see direct_entry(); before,
- *    the shared queue and a preempting kick of that CPU). The migration happens here, so the
- *    preempted CPU neither runs ops.dispatch nor pulls @p from another run
- *    queue (under emulation that cut the kick-to-LC-running time by about a
- *    third, docs/results.md);
- *  - otherwise every allowed CPU runs LC: queue it by virtual time.
- */
-static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
-{
-	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-
-	if (cpu >= 0) {
-		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		STAT_ADD(kick_idle, 1);
-		return;
-	}
-	cpu = direct_entry() ? claim_be_cpu(p) : -1;
-	if (cpu >= 0) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
-		note_preempt(cpu);
-		return;
-	}
-	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
-	/*
-	 * A CPU may have started BE after claim_be_cpu() looked; it checks the
-	 * LC queues after setting its be_cpus bit (ops.running), we look again
-	 * after queueing: one of the two sees the other.
-	 */
-	full_barrier();
-	cpu = claim_be_cpu(p);
-	if (cpu >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		note_preempt(cpu);
-	}
 }
 
 /*
@@ -354,8 +243,10 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 		return prev_cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (!is_idle && !sync_to_waker(cpu, wake_flags))
+		return cpu;
 	/* a task of a throttled cgroup goes through ops.enqueue, which holds it */
-	if (is_idle && bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0) {
+	if (bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, 0);
 		STAT_ADD(lc_direct, 1);
 	}
@@ -562,6 +453,10 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	/* cpu.max: run no longer than the runtime the task's cgroups have left */
 	fit_slice(p, tctx, cpu, p->scx.slice);
 	if (tctx->tier == TIER_BE) {
+		struct cpu_cur *c = cpu_cur(cpu);
+
+		if (c)
+			c->tier = TIER_BE;
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
 		if (time_before(be_vtime_now, p->scx.dsq_vtime))
@@ -577,14 +472,20 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			STAT_ADD(running_yields, 1);
 		}
 	} else {
-		u32 key = cpu;
-		u64 *ts = bpf_map_lookup_elem(&kick_at, &key), t0;
+		struct cpu_cur *c = cpu_cur(cpu);
+		u64 t0;
 
-		/* Entry-check latency: kick sent -> an LC task runs on that CPU. */
-		if (ts && (t0 = *ts)) {
-			*ts = 0;
-			STAT_ADD(kick_lat_ns, tctx->started_at - t0);
-			STAT_ADD(kick_lat_n, 1);
+		if (c) {
+			/* Entry-check latency: kick sent -> an LC task runs on that CPU. */
+			if ((t0 = c->kick_at)) {
+				c->kick_at = 0;
+				STAT_ADD(kick_lat_ns, tctx->started_at - t0);
+				STAT_ADD(kick_lat_n, 1);
+			}
+			c->vtime = p->scx.dsq_vtime;
+			c->started_at = tctx->started_at;
+			c->weight = p->scx.weight;	/* nice only: a cheap estimate is enough here */
+			c->tier = TIER_LC;
 		}
 		if (be)
 			bpf_cpumask_clear_cpu(cpu, be);
@@ -615,8 +516,8 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
 	} else {
 		STAT_ADD(lc_ns, ran);
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p));
-		acct_runnable(p, tctx, now);
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p, &tctx->lcw));
+		acct_runnable(p, &tctx->lcw, now);
 	}
 	return bw_charge(p, &tctx->bw, now);
 }
@@ -646,11 +547,9 @@ void BPF_STRUCT_OPS(schedbe_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 
-	if (!tctx || tier_task_is_be(p))
+	if (!tctx || tier_task_is_be_cached(p, &tctx->memo))
 		return;
-	tctx->lc_runnable = 1;
-	tctx->runnable_at = bpf_ktime_get_ns();
-	tctx->acct_cgid = task_cgid(p);
+	lcw_runnable(p, &tctx->lcw, bpf_ktime_get_ns());
 }
 
 void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
@@ -659,8 +558,7 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
 
 	if (!tctx)
 		return;
-	acct_runnable(p, tctx, bpf_ktime_get_ns());
-	tctx->lc_runnable = 0;
+	lcw_quiescent(p, &tctx->lcw, bpf_ktime_get_ns());
 }
 
 /*
@@ -756,6 +654,12 @@ void BPF_STRUCT_OPS(schedbe_cgroup_set_bandwidth, struct cgroup *cgrp,
 	bw_set(BPF_CORE_READ(cgrp, kn, id), period_us, quota_us, burst_us);
 }
 
+/* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
+void BPF_STRUCT_OPS(schedbe_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	tier_cache_invalidate();
+}
+
 void BPF_STRUCT_OPS(schedbe_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
@@ -778,6 +682,7 @@ SCX_OPS_DEFINE(schedbe_ops,
 	       .init		= (void *)schedbe_init,
 	       .exit		= (void *)schedbe_exit,
 	       .cgroup_set_bandwidth = (void *)schedbe_cgroup_set_bandwidth,
+	       .cgroup_set_idle	= (void *)schedbe_cgroup_set_idle,
 	       /* so a throttled last task is enqueued (and held), not kept running */
 	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "schedbe");

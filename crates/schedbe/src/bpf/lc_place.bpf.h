@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where an LC task runs when it is queued (see main.bpf.c, "entry" and "LC
+ * latency"): on an idle CPU; on a CPU running BE, which it preempts (the
+ * entry check); on the waker's CPU for a synchronous wakeup; or in the LC
+ * queue by virtual time, preempting an LC task it is well behind only when
+ * it woke with credit.
+ *
+ * The includer defines be_cpus, lc_vtime_now, lc_slice_ns, lc_dsq(),
+ * task_ctx(), TIER_LC/TIER_BE, STAT_ADD and nr_llcs, and includes
+ * rt_takeover.bpf.h (rescue_available()).
+ */
+#ifndef __SCHEDBE_LC_PLACE_BPF_H
+#define __SCHEDBE_LC_PLACE_BPF_H
+
+/*
+ * LC wakeup preemption (see lc_wakeup_preempt()): a woken LC task that has
+ * at least this much virtual-time credit over the LC task on a CPU preempts
+ * it, once that task has run lc_preempt_min_ns. 0: LC never preempts LC.
+ */
+const volatile u64 lc_preempt_gran_ns = 1000ULL * 1000;
+const volatile u64 lc_preempt_min_ns = 500ULL * 1000;
+
+/*
+ * Per CPU, readable by the others: when an entry-check kick was sent to it
+ * (0: none pending), and what it runs (for LC wakeup preemption).
+ */
+struct cpu_cur {
+	u64 kick_at;
+	u64 vtime;		/* the running task's vtime when it started */
+	u64 started_at;
+	u64 weight;		/* its nice weight (~ its vtime rate) */
+	u8 tier;		/* TIER_LC, TIER_BE */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCHEDBE_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_cur);
+} cpu_curs SEC(".maps");
+
+static __always_inline struct cpu_cur *cpu_cur(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_curs, &key);
+}
+
+/*
+ * Full memory barrier. The entry check is a store-buffer pattern: the waker
+ * queues LC then reads be_cpus; a CPU starting BE sets its be_cpus bit then
+ * reads the LC queues. Without a full barrier on both sides each could miss
+ * the other, and BE would run until the next tick with LC queued. A BPF
+ * atomic with fetch is fully ordered (lock xadd on x86).
+ */
+static u64 barrier_word;
+static __always_inline void full_barrier(void)
+{
+	__sync_fetch_and_add(&barrier_word, 0);
+}
+
+static bool lc_queued(void)
+{
+	u32 i;
+
+	bpf_for(i, 0, nr_llcs) {
+		if (scx_bpf_dsq_nr_queued(lc_dsq(i)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Take a CPU that runs BE and that @p may use out of be_cpus, preferring
+ * @p's previous CPU (warm cache). Clearing the bit is the claim: concurrent
+ * wakeups take different CPUs. -1 if there is none.
+ */
+static s32 claim_be_cpu(struct task_struct *p)
+{
+	struct bpf_cpumask *be = be_cpus;
+	s32 cpu, prev = scx_bpf_task_cpu(p);
+
+	if (!be)
+		return -1;
+	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
+	    bpf_cpumask_test_and_clear_cpu(prev, be))
+		return prev;
+	cpu = bpf_cpumask_any_and_distribute(cast_mask(be), p->cpus_ptr);
+	if (cpu >= scx_bpf_nr_cpu_ids() || !bpf_cpumask_test_and_clear_cpu(cpu, be))
+		return -1;	/* no CPU runs BE, or another wakeup just claimed it */
+	return cpu;
+}
+
+/* Count an entry-check preemption and remember when, to measure how long it takes to land. */
+static void note_preempt(s32 cpu)
+{
+	struct cpu_cur *c = cpu_cur(cpu);
+
+	STAT_ADD(preempt_be, 1);
+	if (c)
+		c->kick_at = bpf_ktime_get_ns();
+}
+
+/* The virtual time CPU @c's LC task has reached by @now (it is charged only at ticks). */
+static __always_inline u64 cur_vtime(struct cpu_cur *c, u64 now)
+{
+	u64 ran = now > c->started_at ? now - c->started_at : 0;
+
+	return c->vtime + ran * 100 / (c->weight ? c->weight : 1);
+}
+
+/*
+ * LC over LC, as EEVDF does at wakeup: every allowed CPU runs LC, and @p
+ * (queued with @vtime) woke with credit, i.e. it slept. If the LC task on
+ * @p's previous CPU, or on one other CPU picked at random, is ahead of @p by
+ * more than lc_preempt_gran_ns of virtual time and has run at least
+ * lc_preempt_min_ns, that CPU is kicked: it stops its task and takes the
+ * front of the LC queue. Without this a woken task waits for a slice to end
+ * (5 ms), which is what a latency-sensitive sleeper behind CPU hogs sees.
+ * Two candidates, not a scan: the cost stays constant with the CPU count.
+ */
+static void lc_wakeup_preempt(struct task_struct *p, u64 vtime)
+{
+	s32 cand[2] = { scx_bpf_task_cpu(p), bpf_get_prandom_u32() % scx_bpf_nr_cpu_ids() };
+	s32 victim = -1;
+	u64 now = bpf_ktime_get_ns(), best = vtime + lc_preempt_gran_ns, v;
+	struct cpu_cur *c;
+	int i;
+
+	bpf_for(i, 0, 2) {
+		s32 cpu = cand[i & 1];
+
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !(c = cpu_cur(cpu)))
+			continue;
+		if (c->tier != TIER_LC || now - c->started_at < lc_preempt_min_ns)
+			continue;
+		v = cur_vtime(c, now);
+		if (time_before(best, v)) {
+			best = v;
+			victim = cpu;
+		}
+	}
+	if (victim >= 0) {
+		scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
+		STAT_ADD(lc_preempt, 1);
+	}
+}
+
+/*
+ * The direct entry check (straight into a CPU's local queue) only where a
+ * task stranded there by an RT/DL takeover is rescued (rescue_stranded:
+ * v7.1+). Elsewhere the LC task waits in the shared queue and the claimed
+ * CPU is kicked: whichever CPU gets to it first runs it, and an RT task
+ * taking the kicked CPU cannot strand it (on a 6.17 kernel the direct
+ * check let LC tasks wait up to 350 ms behind the tracer's RT thread).
+ */
+
+static __always_inline bool direct_entry(void)
+{
+	return rescue_available();
+}
+
+/*
+ * Queue an LC task so that a CPU runs it as soon as possible:
+ *  - an idle CPU: queue it and wake that CPU;
+ *  - entry check: no idle CPU, one runs BE: put @p straight into that CPU's
+ *    local queue with SCX_ENQ_PREEMPT (v7.1+, see direct_entry(); before,
+ *    the shared queue and a preempting kick of that CPU). The migration happens here, so the
+ *    preempted CPU neither runs ops.dispatch nor pulls @p from another run
+ *    queue (under emulation that cut the kick-to-LC-running time by about a
+ *    third, docs/results.md);
+ *  - otherwise every allowed CPU runs LC: queue it by virtual time.
+ */
+static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (cpu >= 0) {
+		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		STAT_ADD(kick_idle, 1);
+		return;
+	}
+	cpu = direct_entry() ? claim_be_cpu(p) : -1;
+	if (cpu >= 0) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+		note_preempt(cpu);
+		return;
+	}
+	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+	/*
+	 * A CPU may have started BE after claim_be_cpu() looked; it checks the
+	 * LC queues after setting its be_cpus bit (ops.running), we look again
+	 * after queueing: one of the two sees the other.
+	 */
+	full_barrier();
+	cpu = claim_be_cpu(p);
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		note_preempt(cpu);
+		return;
+	}
+	if (lc_preempt_gran_ns && (enq_flags & SCX_ENQ_WAKEUP) && time_before(vtime, lc_vtime_now))
+		lc_wakeup_preempt(p, vtime);
+}
+
+/*
+ * A synchronous wakeup (the waker is about to sleep, as in a pipe or an RPC)
+ * for which the default picker chose the waker's CPU: it does so only when
+ * that CPU's local queue is empty, so the wakee runs there next, on a warm
+ * cache, as soon as the waker sleeps. Queueing it on the shared queue instead
+ * would wake an idle CPU to pull it across (an IPI and a migration per
+ * message). Only behind an LC waker: behind BE it would wait a BE slice.
+ */
+static __always_inline bool sync_to_waker(s32 cpu, u64 wake_flags)
+{
+	struct task_ctx *wctx;
+
+	if (!(wake_flags & SCX_WAKE_SYNC) || cpu != bpf_get_smp_processor_id())
+		return false;
+	wctx = task_ctx(bpf_get_current_task_btf());
+	return wctx && wctx->tier == TIER_LC;
+}
+
+#endif /* __SCHEDBE_LC_PLACE_BPF_H */
