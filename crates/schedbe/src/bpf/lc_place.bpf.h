@@ -81,7 +81,8 @@ static s32 claim_be_cpu(struct task_struct *p)
 	struct bpf_cpumask *be = be_cpus;
 	s32 cpu, prev = scx_bpf_task_cpu(p);
 
-	if (!be)
+	/* no CPU runs BE (no BE at all, most often): one call instead of three */
+	if (!be || bpf_cpumask_empty(cast_mask(be)))
 		return -1;
 	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
 	    bpf_cpumask_test_and_clear_cpu(prev, be))
@@ -206,12 +207,15 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 }
 
 /*
- * A synchronous wakeup (the waker is about to sleep, as in a pipe or an RPC)
- * for which the default picker chose the waker's CPU: it does so only when
- * that CPU's local queue is empty, so the wakee runs there next, on a warm
- * cache, as soon as the waker sleeps. Queueing it on the shared queue instead
- * would wake an idle CPU to pull it across (an IPI and a migration per
+ * A synchronous wakeup (the waker is about to sleep: a pipe, an RPC) for
+ * which the kernel's default picker chose the waker's CPU: it does so only
+ * when that CPU's local queue is empty, so the wakee runs there next, on a
+ * warm cache, once the waker sleeps. Queueing it on the shared queue instead
+ * would also wake an idle CPU to pull it across (an IPI and a migration per
  * message). Only behind an LC waker: behind BE it would wait a BE slice.
+ * (Forcing every sync wakeup onto the waker's CPU, as EEVDF's wake_affine
+ * does, was measured too: pipe throughput fell from 0.52 to 0.35 of EEVDF's
+ * under emulation, docs/overhead.md.)
  */
 static __always_inline bool sync_to_waker(s32 cpu, u64 wake_flags)
 {

@@ -35,7 +35,8 @@
  *         and finds every allowed CPU running LC preempts the LC task that
  *         is furthest ahead of it among two candidates, once that task has
  *         run lc_preempt_min_ns (lc_wakeup_preempt()); a synchronous wakeup
- *         behind an LC waker stays on the waker's CPU (sync_to_waker()).
+ *         behind an LC waker that the kernel's picker placed on the
+ *         waker's CPU stays there (sync_to_waker()).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
  *         guard slice, so the sched_ext watchdog never fires; the CPU time
  *         this costs LC is counted (guard_ns).
