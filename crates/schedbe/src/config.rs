@@ -153,4 +153,15 @@ mod tests {
         let c: Config = toml::from_str("state_file = \"rel/x\"").unwrap();
         assert!(c.validate().is_err());
     }
+
+    #[test]
+    fn lc_preemption_settings() {
+        // 0 turns LC wakeup preemption off; it is a valid setting, not an error
+        let c: Config = toml::from_str("lc_preempt_us = 0\nlc_preempt_min_us = 0").unwrap();
+        c.validate().unwrap();
+        let c: Config = toml::from_str("lc_preempt_us = 200000").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("lc_preempt_us"));
+        let c: Config = toml::from_str("lc_preempt_min_us = 200000").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("lc_preempt_min_us"));
+    }
 }
