@@ -30,7 +30,7 @@ struct cpu_cur {
 	u64 vtime;		/* the running task's vtime when it started */
 	u64 started_at;
 	u64 weight;		/* its nice weight (~ its vtime rate) */
-	u8 tier;		/* TIER_LC, TIER_BE */
+	u8 tier;		/* TIER_LC, TIER_BE; TIER_NONE while offline */
 };
 
 struct {
@@ -134,7 +134,8 @@ static void lc_wakeup_preempt(struct task_struct *p, u64 vtime)
 
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !(c = cpu_cur(cpu)))
 			continue;
-		if (c->tier != TIER_LC || now - c->started_at < lc_preempt_min_ns)
+		/* signed: started_at may come from a CPU whose clock read is a bit ahead */
+		if (c->tier != TIER_LC || (s64)(now - c->started_at) < (s64)lc_preempt_min_ns)
 			continue;
 		v = cur_vtime(c, now);
 		if (time_before(best, v)) {

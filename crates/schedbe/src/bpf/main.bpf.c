@@ -101,7 +101,7 @@ struct {
 	__type(value, struct cpu_stats);
 } stats SEC(".maps");
 
-enum { TIER_LC = 0, TIER_BE = 1 };
+enum { TIER_LC = 0, TIER_BE = 1, TIER_NONE = 2 };
 
 static __always_inline struct cpu_stats *my_stats(void)
 {
@@ -606,6 +606,11 @@ void BPF_STRUCT_OPS(schedbe_cpu_online, s32 cpu) {}
 void BPF_STRUCT_OPS(schedbe_cpu_offline, s32 cpu)
 {
 	struct bpf_cpumask *be = be_cpus;
+	struct cpu_cur *c = cpu_cur(cpu);
+
+	/* never a preemption victim (lc_wakeup_preempt) until it runs a task again */
+	if (c)
+		c->tier = TIER_NONE;
 
 	if (be)
 		bpf_cpumask_clear_cpu(cpu, be);
