@@ -113,7 +113,10 @@ def main(argv=None):
     p.add_argument("--to", dest="t1", type=float, help="end, s from the window's start")
     p.add_argument("--color-by", choices=["cgroup", "tier"], default="cgroup")
     p.add_argument("--title", help="a title above the panels")
+    p.add_argument("--name", action="append", default=[], metavar="CGROUP=LABEL",
+                   help="show this cgroup (the CSV's cgroup column) as LABEL in the legend")
     a = p.parse_args(argv)
+    names = dict(n.rsplit("=", 1) for n in a.name if "=" in n)
     try:
         runs = [(label, read_timeline(path)) for path, label in map(parse_input, a.inputs)]
     except InputError as e:
@@ -125,6 +128,7 @@ def main(argv=None):
         p.exit(2, f"plot-timeline: error: --to ({t1}) must be after --from ({t0})\n")
     cpus = sorted({r[0] for r in every}) or [0]
     colors = palette({color_key(r, a.color_by) for r in every})
+    colors = {k: (c, names.get(n, n)) for k, (c, n) in colors.items()}
 
     fig, axes = plt.subplots(1, len(runs), sharey=True, squeeze=False,
                              figsize=(6 * len(runs), max(2.5, 0.32 * len(cpus) + 1.8)))

@@ -19,6 +19,7 @@ Needs matplotlib (Debian: python3-matplotlib).
 import json
 import math
 import os
+import subprocess
 import sys
 
 import matplotlib
@@ -121,6 +122,39 @@ def label_of(d, name):
     return ""
 
 
+def pod_timelines(d, data, names):
+    """The Kubernetes experiments: per-CPU timelines (scripts/plot-timeline.py)
+    of each configuration's first good repetition, side by side, for the
+    phase before service2 starts and the phase with it."""
+    pods = data["params"].get("pods")
+    if not pods:
+        return []
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot-timeline.py")
+    exp = data["params"]["experiment"]
+    out = []
+    for phase, what in (("lc", "service1 alone"), ("be", "with service2")):
+        inputs = []
+        for n in names:
+            run = next((r for r in data.get("runs", []) if r["config"] == n and r.get("ok")), None)
+            csv_path = run and os.path.join(d, run["raw_dir"], f"timeline-{phase}.csv")
+            if csv_path and os.path.exists(csv_path):
+                inputs.append(f"{csv_path}:{n} (rep {run['rep'] + 1})")
+        if not inputs:
+            continue
+        f = f"{exp}-cpus-{'after' if phase == 'be' else 'before'}.png"
+        cmd = [sys.executable, script, "--out", os.path.join(d, f), "--title",
+               f"{exp}: per-CPU timeline, {what} (0.5 s of the traced window)",
+               "--name", f"{pods['service1_pod']}=service1 (Guaranteed)",
+               "--name", f"{pods['service2_pod']}=service2 ({'Guaranteed' if pods.get('service2_limit_milli') else 'Burstable'})",
+               *inputs]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"plot: timeline {f}: {r.stderr.strip()}", file=sys.stderr)
+            continue
+        out.append(f)
+    return out
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -187,6 +221,8 @@ def main():
         fig.savefig(os.path.join(d, f), dpi=110)
         plt.close(fig)
         out.append(f)
+
+    out += pod_timelines(d, data, names)
 
     aggs = [a for a in data.get("aggregates", []) if a.get("runs_ok")]
     if aggs:

@@ -25,6 +25,8 @@ pub enum ExpKind {
     WeightSweep,
     Overload,
     LcAlone,
+    K8sLcBurst,
+    K8sLcGuar,
 }
 
 impl ExpKind {
@@ -34,6 +36,17 @@ impl ExpKind {
             ExpKind::WeightSweep => "weight-sweep",
             ExpKind::Overload => "overload",
             ExpKind::LcAlone => "lc-alone",
+            ExpKind::K8sLcBurst => "k8s-lc-burst",
+            ExpKind::K8sLcGuar => "k8s-lc-guar",
+        }
+    }
+
+    /// The Kubernetes experiments' pods (crate::kube_exp), if this is one.
+    pub fn scenario(self) -> Option<crate::kube_exp::Scenario> {
+        match self {
+            ExpKind::K8sLcBurst => Some(crate::kube_exp::Scenario::Burst),
+            ExpKind::K8sLcGuar => Some(crate::kube_exp::Scenario::Guar),
+            _ => None,
         }
     }
 }
@@ -217,6 +230,9 @@ fn defaults(k: ExpKind, quick: bool) -> Defaults {
             drain: 300.0,
         },
         ExpKind::LcAlone => Defaults { configs: "eevdf,schedbe", util: 0.85, lc_alone, be, tail: 0.0, reps, with_be: false, drain: 30.0 },
+        // util: of service1's limit. 0.5 leaves it room under its quota:
+        // under load a request costs ~1.5x its calibrated demand in the VM.
+        ExpKind::K8sLcBurst | ExpKind::K8sLcGuar => Defaults { configs: "eevdf,schedbe", util: 0.5, lc_alone, be, tail: 0.0, reps, with_be: true, drain: 30.0 },
     }
 }
 
@@ -332,15 +348,25 @@ struct BenchJson<'a> {
     aggregates: &'a [ConfigAggregate],
     runs: &'a [RunOutcome],
     figures: &'a [String],
+    /// The Kubernetes experiments: per-pod figures per configuration
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pods: Option<Vec<crate::pod_report::PodsAggregate>>,
 }
 
 fn write_outputs(out: &Path, meta: &Meta, params: &RunParams, cal: &Option<Calibration>, cfgs: &[(String, String)], runs: &[RunOutcome], figures: &[String]) -> Result<Vec<ConfigAggregate>> {
     let aggs = aggregate(cfgs, runs);
-    let js = BenchJson { format: 1, meta, params, calibration: cal, configs: cfgs.to_vec(), aggregates: &aggs, runs, figures };
+    let pods = params.pods.as_ref().map(|p| crate::pod_report::aggregate(cfgs, runs, p));
+    let js = BenchJson { format: 1, meta, params, calibration: cal, configs: cfgs.to_vec(), aggregates: &aggs, runs, figures, pods: pods.clone() };
     let p = out.join("bench.json");
     std::fs::write(&p, serde_json::to_string_pretty(&js)? + "\n").with_context(|| format!("write {}", p.display()))?;
     write_per_second(&out.join("per_second.csv"), runs)?;
-    let md = markdown(meta, params, &aggs, runs, figures);
+    let mut md = markdown(meta, params, &aggs, runs, figures);
+    if let (Some(p), Some(rows)) = (&params.pods, &pods) {
+        let mut sec = String::new();
+        crate::pod_report::markdown(&mut sec, p, rows);
+        let at = md.find("\n## Runs").unwrap_or(md.len());
+        md.insert_str(at, &sec);
+    }
     std::fs::write(out.join("summary.md"), md).with_context(|| format!("write {}/summary.md", out.display()))?;
     Ok(aggs)
 }
@@ -378,20 +404,28 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     if let Some(c) = &a.client_cpus {
         sys::parse_cpu_list(c)?;
     }
-    let ncpus = match &cpus {
+    let node_cpus = match &cpus {
         Some(c) => c.len(),
         None => sys::allowed_cpus()?.len(),
+    };
+    // The CPUs LC's load is computed for: the node, or service1's limit.
+    let ncpus = match kind.scenario() {
+        Some(_) => {
+            crate::kube_exp::check_node(node_cpus)?;
+            (crate::kube_exp::service1_milli(node_cpus) / 1000) as usize
+        }
+        None => node_cpus,
     };
     let conns = a.conns.unwrap_or(8 * ncpus);
     if !(1..=4096).contains(&conns) {
         bail!("--conns must be in 1..=4096");
     }
-    let be_threads = a.be_threads.unwrap_or(ncpus);
+    let be_threads = a.be_threads.unwrap_or(node_cpus);
     if !(1..=1024).contains(&be_threads) {
         bail!("--be-threads must be in 1..=1024");
     }
     let schedbe_bin = resolve_schedbe_bin(a.sched.schedbe_bin.as_deref());
-    let tracer_cmd: Vec<String> = match &a.tracer {
+    let mut tracer_cmd: Vec<String> = match &a.tracer {
         Some(t) => t.split_whitespace().map(String::from).collect(),
         None => match &schedbe_bin {
             Some(b) => vec![b.display().to_string(), "trace".into()],
@@ -403,7 +437,9 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     }
     // Preflight, before any long run.
     let cgroups = match Cgroups::setup() {
+        Ok(c) if kind.scenario().is_some() && !c.cpu_controller => bail!("{}: the pods need the cgroup v2 cpu controller, which is not available here", kind.name()),
         Ok(c) => Some(c),
+        Err(e) if kind.scenario().is_some() => return Err(e.context(format!("{} builds pods with cgroup v2", kind.name()))),
         Err(e) => {
             let needs: Vec<&str> = configs.iter().filter(|c| c.plan(a.lc_fifo_prio).needs_cpu_controller).map(|c| c.name.as_str()).collect();
             if !needs.is_empty() {
@@ -416,6 +452,14 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     preflight_schedulers(&configs, a.lc_fifo_prio, &a.sched)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tmp/bench/{}-{}", kind.name(), utc_stamp())));
     std::fs::create_dir_all(&out).with_context(|| format!("create output directory {}", out.display()))?;
+    let pods = match (kind.scenario(), &cgroups) {
+        (Some(s), Some(cg)) => {
+            let p = crate::kube_exp::apply(s, node_cpus, &cg.base, crate::kube_exp::TIMELINE_WINDOW)?;
+            tracer_cmd.extend(p.tracer_args());
+            Some(p)
+        }
+        _ => None,
+    };
 
     let mut meta = start_meta(kind.name(), command_line, a.rt_prio);
     meta.client_protection = match (a.client_rt_prio, &a.client_cpus) {
@@ -486,6 +530,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         schedbe_args: a.sched.schedbe_args.clone(),
         tracer_cmd,
         peers_dir: a.sched.peers_dir.clone(),
+        pods: pods.as_ref().map(|p| p.run.clone()),
     };
     let mut params = params;
     if params.trace != TraceMode::Off {
@@ -502,7 +547,12 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
             }
         }
     }
-    let cfg_names: Vec<(String, String)> = configs.iter().map(|c| (c.name.clone(), c.describe())).collect();
+    let describe = |c: &Config| match (&params.pods, c.plan(a.lc_fifo_prio).scheduler) {
+        (Some(_), None) => "EEVDF (kernel default) with kubelet's cgroup values; the kernel enforces cpu.max".to_string(),
+        (Some(_), Some(_)) => format!("{}; kubelet's cgroup values, cpu.max enforced by the scheduler", c.name),
+        (None, _) => c.describe(),
+    };
+    let cfg_names: Vec<(String, String)> = configs.iter().map(|c| (c.name.clone(), describe(c))).collect();
     let total = reps * configs.len();
     let per_run = lc_alone + be_secs + tail + 3.0;
     eprintln!(
@@ -549,6 +599,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
             write_outputs(&out, &meta, &params, &calibration, &cfg_names, &runs, &[])?;
         }
     }
+    drop(pods);
     if let Some(c) = &cgroups {
         c.cleanup();
     }
@@ -607,7 +658,7 @@ mod tests {
         assert_eq!(defaults(ExpKind::SrvBg, true).reps, 1);
         assert!(!defaults(ExpKind::LcAlone, false).with_be);
         assert!(defaults(ExpKind::Overload, false).util >= 1.0);
-        for k in [ExpKind::SrvBg, ExpKind::WeightSweep, ExpKind::Overload, ExpKind::LcAlone] {
+        for k in [ExpKind::SrvBg, ExpKind::WeightSweep, ExpKind::Overload, ExpKind::LcAlone, ExpKind::K8sLcBurst, ExpKind::K8sLcGuar] {
             assert!(parse_list(defaults(k, false).configs).is_ok());
         }
     }

@@ -21,9 +21,10 @@
 //! - `overhead`: schedbe's cost with no BE against EEVDF and peer schedulers
 //!   (perf bench sched, cyclictest, the LC server alone, a C build; BPF time per callback)
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
+//! - `kube_exp`: the pods of k8s-lc-burst and k8s-lc-guar (paper 001's Kubernetes experiments)
 //! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
 //!   write for a spec of pods (both cgroup drivers), emulated without kubelet
-//! - `report`: aggregation, markdown summary, CSVs
+//! - `report`: aggregation, markdown summary, CSVs; `pod_report`: the per-pod figures of the Kubernetes experiments
 //! - `serverless`: the Azure-shaped serverless workload model for an LLF
 //!   policy (`bench serverless-trace` writes a trace; no runner uses it yet)
 //!
@@ -37,11 +38,13 @@ pub mod client;
 pub mod configs;
 pub mod endpoint;
 pub mod experiment;
+pub mod kube_exp;
 pub mod kubepods;
 pub mod load;
 pub mod overhead;
 pub mod park;
 pub mod peers;
+pub mod pod_report;
 pub mod proc;
 pub mod proto;
 pub mod report;
@@ -77,6 +80,14 @@ pub enum BenchCmd {
     Overload(ExpArgs),
     /// The cost of schedbe without BE: eevdf vs schedbe, LC alone throughout.
     LcAlone(ExpArgs),
+    /// Paper 001's "Burstable pods affect Guaranteed pods": an LC server in a
+    /// Guaranteed pod (half the node), then a CPU-bound Burstable pod (a
+    /// quarter requested, no limit) starts; pods built as kubelet writes
+    /// them. Defaults: eevdf, schedbe; util 0.5 of service1's limit
+    K8sLcBurst(ExpArgs),
+    /// Paper 001's "Guaranteed pods affect other Guaranteed pods": as
+    /// k8s-lc-burst, with service2 Guaranteed like service1
+    K8sLcGuar(ExpArgs),
     /// schedbe's own cost with no BE, against EEVDF and peer sched_ext
     /// schedulers (scx_bpfland, scx_lavd): perf bench sched messaging and
     /// pipe, cyclictest (SCHED_OTHER) under load, the LC server alone at ~60%
@@ -132,6 +143,8 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::WeightSweep(a) => experiment::run(ExpKind::WeightSweep, a, &line),
         BenchCmd::Overload(a) => experiment::run(ExpKind::Overload, a, &line),
         BenchCmd::LcAlone(a) => experiment::run(ExpKind::LcAlone, a, &line),
+        BenchCmd::K8sLcBurst(a) => experiment::run(ExpKind::K8sLcBurst, a, &line),
+        BenchCmd::K8sLcGuar(a) => experiment::run(ExpKind::K8sLcGuar, a, &line),
         BenchCmd::Overhead(a) => overhead::run(a, &line),
         BenchCmd::Calibrate { trials, trial_ms, policy } => {
             if !((1..=1000).contains(trials) && trial_ms.is_finite() && *trial_ms > 0.0 && *trial_ms <= 10_000.0) {

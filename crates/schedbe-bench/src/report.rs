@@ -85,7 +85,7 @@ impl PartsAggregate {
     }
 }
 
-fn col(runs: &[&RunOutcome], f: impl Fn(&RunOutcome) -> Option<f64>) -> Option<Spread> {
+pub(crate) fn col(runs: &[&RunOutcome], f: impl Fn(&RunOutcome) -> Option<f64>) -> Option<Spread> {
     let v: Vec<f64> = runs.iter().map(|r| f(r).unwrap_or(f64::NAN)).collect();
     spread(&v)
 }

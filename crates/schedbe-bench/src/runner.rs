@@ -97,12 +97,17 @@ pub struct RunParams {
     /// Where the peer schedulers' binaries are (None: crate::peers::find's default).
     #[serde(default)]
     pub peers_dir: Option<PathBuf>,
+    /// The Kubernetes experiments: LC is service1 and "BE" service2 (a
+    /// CPU-bound SCHED_OTHER load) in their pods' container cgroups, which
+    /// the experiment built; nothing is written to them per configuration.
+    #[serde(default)]
+    pub pods: Option<crate::kube_exp::PodRun>,
 }
 
 impl RunParams {
     /// How this run starts the tracer.
     pub fn tracer(&self) -> TracerSpec<'_> {
-        TracerSpec { cmd: &self.tracer_cmd, rt_prio: self.tracer_rt_prio }
+        TracerSpec { cmd: &self.tracer_cmd, rt_prio: self.tracer_rt_prio, timeline: self.pods.as_ref().map(|p| p.timeline_window.as_str()) }
     }
 }
 
@@ -285,7 +290,11 @@ pub fn run_one(p: &RunParams, cfg: &Config, rep: usize, run_idx: usize, cgroups:
 }
 
 fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgroups>, dir: &Path, o: &mut RunOutcome) -> Result<()> {
-    let plan: Plan = cfg.plan(p.lc_fifo_prio);
+    let mut plan: Plan = cfg.plan(p.lc_fifo_prio);
+    if p.pods.is_some() {
+        // service2 runs under every configuration, as the pods' load.
+        (plan.has_be, plan.be_policy) = (true, crate::sys::Policy::Normal);
+    }
     let has_be = plan.has_be && p.with_be;
     let tag = format!("[{} r{}]", cfg.name, o.rep + 1);
     let say = |msg: &str| eprintln!("bench: {tag} {msg}");
@@ -303,8 +312,9 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     }
 
     // cgroups
-    let (lc_cg, be_cg) = match cgroups {
-        Some(cg) => {
+    let (lc_cg, be_cg) = match (cgroups, &p.pods) {
+        (_, Some(pods)) => (Some(pods.service1_container.clone()), Some(pods.service2_container.clone())),
+        (Some(cg), None) => {
             if plan.needs_cpu_controller && !cg.cpu_controller {
                 bail!("configuration {} needs the cgroup v2 cpu controller, which is not available", cfg.name);
             }
@@ -323,7 +333,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
             }
             (Some(lc), Some(be))
         }
-        None => {
+        (None, None) => {
             if plan.needs_cpu_controller {
                 bail!("configuration {} needs cgroup v2 (weights / cpu.idle); not available here", cfg.name);
             }
@@ -407,10 +417,15 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     child_setup(&mut c, libc::SIGKILL, None);
     let mut client = Proc::spawn("client", &mut c)?;
     say(&format!(
-        "{}: LC alone {:.0} s, then {} {:.0} s (util {:.2}, {} conns, service {})",
-        cfg.describe(),
+        "{}: {} alone {:.0} s, then {} {:.0} s (util {:.2}, {} conns, service {})",
+        if p.pods.is_some() { cfg.name.clone() } else { cfg.describe() },
+        if p.pods.is_some() { "service1" } else { "LC" },
         p.lc_alone_secs,
-        if has_be { "LC + BE" } else { "LC (no BE)" },
+        match (has_be, p.pods.is_some()) {
+            (_, true) => "service1 + service2",
+            (true, false) => "LC + BE",
+            (false, false) => "LC (no BE)",
+        },
         p.be_secs,
         p.util,
         p.conns,
@@ -427,7 +442,8 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     if has_be {
         be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
         o.be_start_ns = Some(monotonic_ns());
-        say(&format!("BE started ({} threads, policy {})", p.be_threads, plan.be_policy));
+        let what = if p.pods.is_some() { "service2" } else { "BE" };
+        say(&format!("{what} started ({} threads, policy {})", p.be_threads, plan.be_policy));
     } else {
         o.be_start_ns = Some(be_start);
         say("second phase (no BE in this configuration)");
@@ -643,6 +659,7 @@ pub fn tests_params() -> RunParams {
             schedbe_args: vec![],
             tracer_cmd: vec![],
             peers_dir: None,
+            pods: None,
         }
 }
 

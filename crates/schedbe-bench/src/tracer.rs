@@ -1,6 +1,7 @@
 //! Running `schedbe trace` next to a phase and reading the figures the
 //! harness reports from its JSON (totals.inversion_ns, inversion_frac, ...).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +18,25 @@ use crate::sys::monotonic_ns;
 pub struct TracerSpec<'a> {
     pub cmd: &'a [String],
     pub rt_prio: u8,
+    /// Also write the run segments of this part of the window (seconds
+    /// from its start, `START:END`) to `timeline-<tag>.csv` in the run's
+    /// directory (`schedbe trace --timeline`).
+    pub timeline: Option<&'a str>,
+}
+
+/// One `--cgroup` of the tracer's report (a pod, in the Kubernetes
+/// experiments).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct CgroupFigures {
+    /// CPU time of its tasks in the window, all tiers.
+    pub cpu_ms: f64,
+    /// The most CPUs that ran its tasks at once.
+    pub max_cpus: u32,
+    pub request_cpus: Option<f64>,
+    /// Time it ran on fewer CPUs than its request with a task waiting
+    /// while another cgroup ran on more than its own request.
+    pub reservation_inversion_ms: Option<f64>,
+    pub reservation_inversion_longest_ms: Option<f64>,
 }
 
 /// The tracer figures the summary uses. CPU times in ns over all CPUs.
@@ -51,6 +71,28 @@ pub struct TraceFigures {
     /// Seconds from launching the tracer to its window opening (set by the runner).
     #[serde(default)]
     pub startup_s: Option<f64>,
+    /// Per `--cgroup` given to the tracer, by its key (the path as given).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cgroups: BTreeMap<String, CgroupFigures>,
+}
+
+fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
+    let Some(m) = v.pointer("/cgroups").and_then(|c| c.as_object()) else {
+        return BTreeMap::new();
+    };
+    m.iter()
+        .map(|(k, c)| {
+            let of = |ptr: &str| c.pointer(ptr).and_then(|x| x.as_f64());
+            let fig = CgroupFigures {
+                cpu_ms: of("/cpu_time_ms/total").unwrap_or(0.0),
+                max_cpus: c.get("max_cpus").and_then(|x| x.as_u64()).unwrap_or(0) as u32,
+                request_cpus: of("/request_cpus"),
+                reservation_inversion_ms: of("/reservation_inversion_ms"),
+                reservation_inversion_longest_ms: of("/reservation_inversion_longest_ms"),
+            };
+            (k.clone(), fig)
+        })
+        .collect()
 }
 
 fn u(v: &serde_json::Value, ptr: &str) -> Result<u64> {
@@ -101,6 +143,7 @@ pub fn parse_report(json: &str) -> Result<TraceFigures> {
             .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
             .unwrap_or_default(),
         startup_s: None,
+        cgroups: cgroup_figures(&v),
     })
 }
 
@@ -135,6 +178,9 @@ fn tracer_command(p: &TracerSpec, dir: &Path, tag: &str, secs: f64, out: &Path, 
         .stdin(Stdio::null());
     if let Some(at) = start_at_ns {
         c.arg("--start-at-ns").arg(at.to_string());
+    }
+    if let (Some(w), Some(_)) = (p.timeline, start_at_ns) {
+        c.arg("--timeline").arg(dir.join(format!("timeline-{tag}.csv"))).arg("--timeline-window").arg(w);
     }
     if let Ok((o, e)) = log_pair(dir, &format!("trace-{tag}.log")) {
         c.stdout(o).stderr(e);
@@ -245,7 +291,22 @@ mod tests {
         assert_eq!(t.inversion_elsewhere_ns, 0, "absent in older reports");
         assert!((t.be_share_of_leftover.unwrap() - 2000.0 / 2900.0).abs() < 1e-12);
         assert_eq!(t.warnings, vec!["w".to_string()]);
+        assert!(t.cgroups.is_empty());
         assert!(parse_report("{}").is_err());
         assert!(parse_report("nope").is_err());
+    }
+
+    #[test]
+    fn parses_cgroup_figures() {
+        let js = r#"{"duration_ns":1,"totals":{"cpu_ns":1,"lc_ns":0,"be_ns":0,"idle_ns":0,"other_ns":0,"inversion_ns":0},
+            "inversion_frac":0.0,"window_start_ns":0,"window_end_ns":1,
+            "cgroups":{"k/a":{"path":"/x","id":1,"max_cpus":2,"cpu_time_ms":{"lc":1.5,"be":0.0,"other":0.0,"total":1.5},
+              "time_at_cpus_ms":[1,2,3],"nr_cgroups":1,"request_cpus":1.0,"reservation_inversion_ms":4.0,"reservation_inversion_longest_ms":2.0},
+              "k/b":{"path":"/y","id":2,"max_cpus":1,"cpu_time_ms":{"lc":3.0,"be":0.0,"other":0.0,"total":3.0},"time_at_cpus_ms":[1,2],"nr_cgroups":1}}}"#;
+        let t = parse_report(js).unwrap();
+        let a = &t.cgroups["k/a"];
+        assert_eq!((a.cpu_ms, a.max_cpus, a.request_cpus, a.reservation_inversion_ms), (1.5, 2, Some(1.0), Some(4.0)));
+        let b = &t.cgroups["k/b"];
+        assert_eq!((b.cpu_ms, b.max_cpus, b.request_cpus, b.reservation_inversion_ms), (3.0, 1, None, None));
     }
 }

@@ -297,6 +297,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         schedbe_args: a.sched.schedbe_args.clone(),
         tracer_cmd: vec![],
         peers_dir: a.sched.peers_dir.clone(),
+        pods: None,
     };
     let params_md = vec![
         format!("repetitions: {reps}; workloads: {}", workloads.iter().map(|w| w.name()).collect::<Vec<_>>().join(", ")),
