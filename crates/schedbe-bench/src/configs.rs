@@ -10,6 +10,7 @@
 //! | cpu-idle    | cgroup lc                  | cgroup be, cpu.idle 1                |
 //! | fifo        | cgroup lc, SCHED_FIFO      | cgroup be, SCHED_NORMAL              |
 //! | schedbe     | cgroup lc (schedbe loaded) | cgroup be, cpu.idle 1 (BE to schedbe)|
+//! | schedbe-conc | as schedbe, with `--limit-mode concurrency` (cpu.max also caps CPUs at once) | as schedbe |
 //! | scx_bpfland, scx_lavd | cgroup lc (that peer loaded) | cgroup be, cpu.idle 1        |
 //!
 //! sched-idle keeps BE in LC's cgroup on purpose: in a sibling cgroup the
@@ -39,6 +40,8 @@ pub enum Kind {
     CpuIdle,
     Fifo,
     Schedbe,
+    /// schedbe with `--limit-mode concurrency`
+    SchedbeConc,
     /// A peer sched_ext scheduler (crate::peers::KNOWN).
     Peer(&'static str),
 }
@@ -66,6 +69,8 @@ pub struct Plan {
     pub scheduler: Option<Scheduler>,
     /// Needs the cgroup v2 cpu controller (weights, cpu.idle).
     pub needs_cpu_controller: bool,
+    /// Arguments for the scheduler beyond `--schedbe-arg`s.
+    pub sched_args: &'static [&'static str],
 }
 
 impl Config {
@@ -81,6 +86,7 @@ impl Config {
             has_be: true,
             scheduler: None,
             needs_cpu_controller: false,
+            sched_args: &[],
         };
         match self.kind {
             Kind::Eevdf => Plan { has_be: false, ..base },
@@ -89,6 +95,13 @@ impl Config {
             Kind::CpuIdle => Plan { be_cpu_idle: true, needs_cpu_controller: true, ..base },
             Kind::Fifo => Plan { lc_policy: Policy::Fifo(lc_fifo_prio), ..base },
             Kind::Schedbe => Plan { be_cpu_idle: true, scheduler: Some(Scheduler::Schedbe), needs_cpu_controller: true, ..base },
+            Kind::SchedbeConc => Plan {
+                be_cpu_idle: true,
+                scheduler: Some(Scheduler::Schedbe),
+                needs_cpu_controller: true,
+                sched_args: &["--limit-mode", "concurrency"],
+                ..base
+            },
             Kind::Peer(n) => Plan { be_cpu_idle: true, scheduler: Some(Scheduler::Peer(n)), needs_cpu_controller: true, ..base },
         }
     }
@@ -102,12 +115,13 @@ impl Config {
             Kind::CpuIdle => "BE cgroup cpu.idle=1".into(),
             Kind::Fifo => "LC SCHED_FIFO, BE SCHED_NORMAL".into(),
             Kind::Schedbe => "schedbe loaded; BE cgroup cpu.idle=1 (BE tier)".into(),
+            Kind::SchedbeConc => "schedbe loaded, cpu.max read as CPUs at once (--limit-mode concurrency); BE cgroup cpu.idle=1".into(),
             Kind::Peer(n) => format!("peer sched_ext scheduler {n} loaded (default options); BE cgroup cpu.idle=1"),
         }
     }
 }
 
-pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, scx_bpfland, scx_lavd";
+pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, schedbe-conc, scx_bpfland, scx_lavd";
 
 impl FromStr for Config {
     type Err = anyhow::Error;
@@ -120,6 +134,7 @@ impl FromStr for Config {
             "cpu-idle" => Kind::CpuIdle,
             "fifo" => Kind::Fifo,
             "schedbe" => Kind::Schedbe,
+            "schedbe-conc" => Kind::SchedbeConc,
             _ => match (peers::known(s), s.strip_prefix("weights-")) {
                 (Some(peer), _) => Kind::Peer(peer),
                 (None, Some(n)) => {
@@ -187,6 +202,9 @@ mod tests {
         assert_eq!(p("fifo").lc_policy, Policy::Fifo(10));
         let s = p("schedbe");
         assert!(s.scheduler == Some(Scheduler::Schedbe) && s.be_cpu_idle && s.has_be);
+        let c = p("schedbe-conc");
+        assert_eq!((c.scheduler, c.sched_args), (Some(Scheduler::Schedbe), &["--limit-mode", "concurrency"][..]));
+        assert!(s.sched_args.is_empty());
         let b = p("scx_bpfland");
         assert_eq!(b.scheduler, Some(Scheduler::Peer("scx_bpfland")));
         assert_eq!(p("eevdf").scheduler, None);

@@ -161,6 +161,65 @@ impl Drop for Pods {
     }
 }
 
+/// The kernel's `cpu.stat` of a pod: usage is exact under any scheduler;
+/// the throttling counters are CFS bandwidth control's, so they move only
+/// when the kernel enforces cpu.max (EEVDF), not under a sched_ext scheduler
+/// (schedbe reports its own, `schedbe run --stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuStat {
+    pub usage_usec: u64,
+    pub nr_periods: u64,
+    pub nr_throttled: u64,
+    pub throttled_usec: u64,
+}
+
+impl CpuStat {
+    pub fn parse(text: &str) -> CpuStat {
+        let mut c = CpuStat::default();
+        for l in text.lines() {
+            let mut it = l.split_whitespace();
+            let (Some(k), Some(v)) = (it.next(), it.next().and_then(|v| v.parse::<u64>().ok())) else { continue };
+            match k {
+                "usage_usec" => c.usage_usec = v,
+                "nr_periods" => c.nr_periods = v,
+                "nr_throttled" => c.nr_throttled = v,
+                "throttled_usec" => c.throttled_usec = v,
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// None when the file cannot be read (the pod is gone).
+    pub fn read(cgroup: &Path) -> Option<CpuStat> {
+        std::fs::read_to_string(cgroup.join("cpu.stat")).ok().map(|t| CpuStat::parse(&t))
+    }
+
+    pub fn since(&self, earlier: &CpuStat) -> CpuStat {
+        CpuStat {
+            usage_usec: self.usage_usec.saturating_sub(earlier.usage_usec),
+            nr_periods: self.nr_periods.saturating_sub(earlier.nr_periods),
+            nr_throttled: self.nr_throttled.saturating_sub(earlier.nr_throttled),
+            throttled_usec: self.throttled_usec.saturating_sub(earlier.throttled_usec),
+        }
+    }
+}
+
+/// Both pods' cpu.stat over each phase of a run: "before" from the
+/// client's start to service2's, "after" from there to the client's end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PodsCpuStat {
+    pub service1_before: CpuStat,
+    pub service1_after: CpuStat,
+    pub service2_after: CpuStat,
+}
+
+/// The pods' cpu.stat at one instant (service1, service2).
+pub fn snapshot(p: &PodRun) -> Option<(CpuStat, CpuStat)> {
+    let pod = |rel: &str| CpuStat::read(&Path::new(crate::cgroup::ROOT).join(rel));
+    Some((pod(&p.service1_pod)?, pod(&p.service2_pod)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +235,10 @@ mod tests {
         let guar: Vec<_> = g.levels.iter().filter(|l| l.kind == kubepods::LevelKind::Pod).map(|l| (l.qos, l.max)).collect();
         assert_eq!(guar, vec![(Some(kubepods::Qos::Guaranteed), kubepods::CpuMax::Quota(100_000)); 2]);
         assert_eq!(service1_milli(3), 1000);
+        let a = CpuStat::parse("usage_usec 1000\nuser_usec 900\nnr_periods 10\nnr_throttled 3\nthrottled_usec 250\nnr_bursts 0\n");
+        assert_eq!(a, CpuStat { usage_usec: 1000, nr_periods: 10, nr_throttled: 3, throttled_usec: 250 });
+        let b = CpuStat::parse("usage_usec 4000\nnr_periods 30\nnr_throttled 5\nthrottled_usec 950\n");
+        assert_eq!(b.since(&a), CpuStat { usage_usec: 3000, nr_periods: 20, nr_throttled: 2, throttled_usec: 700 });
         assert!(check_node(1).is_err() && check_node(2).is_ok());
     }
 }

@@ -83,7 +83,8 @@ pub enum BenchCmd {
     /// Paper 001's "Burstable pods affect Guaranteed pods": an LC server in a
     /// Guaranteed pod (half the node), then a CPU-bound Burstable pod (a
     /// quarter requested, no limit) starts; pods built as kubelet writes
-    /// them. Defaults: eevdf, schedbe; util 0.5 of service1's limit
+    /// them. Defaults: eevdf, schedbe (cpu.max as quota), schedbe-conc (cpu.max
+    /// also as CPUs at once); util 0.5 of service1's limit
     K8sLcBurst(ExpArgs),
     /// Paper 001's "Guaranteed pods affect other Guaranteed pods": as
     /// k8s-lc-burst, with service2 Guaranteed like service1

@@ -31,6 +31,29 @@ pub struct PodsAggregate {
     pub service1_inversion_ms_per_s_before: Option<Spread>,
     pub service1_inversion_ms_per_s_after: Option<Spread>,
     pub service1_inversion_longest_ms_after: Option<Spread>,
+    /// The kernel's cpu.stat: % of service1's periods in which CFS throttled
+    /// it (moves under EEVDF only: a sched_ext scheduler enforces cpu.max itself)
+    #[serde(default)]
+    pub service1_kernel_throttled_pct_before: Option<Spread>,
+    #[serde(default)]
+    pub service1_kernel_throttled_pct_after: Option<Spread>,
+    /// Time each pod ran on more CPUs than ceil(its limit), ms per second
+    /// of the window with service2 (concurrency mode's bound)
+    #[serde(default)]
+    pub service1_over_limit_ms_per_s_after: Option<Spread>,
+    #[serde(default)]
+    pub service2_over_limit_ms_per_s_after: Option<Spread>,
+}
+
+/// Time `key` ran on more than ceil(`limit_milli`) CPUs at once, ms per s.
+fn over_limit(t: &TraceFigures, key: &str, limit_milli: Option<u64>) -> Option<f64> {
+    let cap = limit_milli?.div_ceil(1000) as usize;
+    let at = &t.cgroups.get(key)?.time_at_cpus_ms;
+    Some(at.iter().skip(cap + 1).sum::<f64>() / window_s(t)?)
+}
+
+fn throttled_pct(c: &crate::kube_exp::CpuStat) -> Option<f64> {
+    (c.nr_periods > 0).then(|| 100.0 * c.nr_throttled as f64 / c.nr_periods as f64)
 }
 
 fn window_s(t: &TraceFigures) -> Option<f64> {
@@ -70,6 +93,10 @@ pub fn aggregate(configs: &[(String, String)], runs: &[RunOutcome], p: &PodRun) 
                 service1_inversion_ms_per_s_before: col(&ok, |r| inversion_per_s(r.trace_lc.as_ref()?, s1)),
                 service1_inversion_ms_per_s_after: col(&ok, |r| inversion_per_s(r.trace_be.as_ref()?, s1)),
                 service1_inversion_longest_ms_after: col(&ok, |r| r.trace_be.as_ref()?.cgroups.get(s1)?.reservation_inversion_longest_ms),
+                service1_kernel_throttled_pct_before: col(&ok, |r| throttled_pct(&r.pods_cpu_stat.as_ref()?.service1_before)),
+                service1_kernel_throttled_pct_after: col(&ok, |r| throttled_pct(&r.pods_cpu_stat.as_ref()?.service1_after)),
+                service1_over_limit_ms_per_s_after: col(&ok, |r| over_limit(r.trace_be.as_ref()?, s1, Some(p.service1_milli))),
+                service2_over_limit_ms_per_s_after: col(&ok, |r| over_limit(r.trace_be.as_ref()?, s2, p.service2_limit_milli)),
             }
         })
         .collect()
@@ -87,12 +114,12 @@ pub fn markdown(m: &mut String, p: &PodRun, rows: &[PodsAggregate]) {
         cpus(p.service2_request_milli),
         p.service2_limit_milli.map_or("no limit".to_string(), |l| format!("limit {} CPUs", cpus(l)))
     );
-    let _ = writeln!(m, "| config | service1 CPUs before | after | service2 CPUs | service2 % of left | service1 max CPUs at once | service2 max CPUs at once | service1 reservation inversion ms/s before | after | longest (ms) |");
-    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(m, "| config | service1 CPUs before | after | service2 CPUs | service2 % of left | service1 max CPUs at once | service2 max CPUs at once | service1 reservation inversion ms/s before | after | longest (ms) | service1 periods throttled by CFS % before | after | service1 / service2 above ceil(limit) CPUs, ms/s |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for a in rows {
         let _ = writeln!(
             m,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             a.config,
             fmt_spread(&a.service1_cpus_before, 2),
             fmt_spread(&a.service1_cpus_after, 2),
@@ -103,6 +130,9 @@ pub fn markdown(m: &mut String, p: &PodRun, rows: &[PodsAggregate]) {
             fmt_spread(&a.service1_inversion_ms_per_s_before, 1),
             fmt_spread(&a.service1_inversion_ms_per_s_after, 1),
             fmt_spread(&a.service1_inversion_longest_ms_after, 1),
+            fmt_spread(&a.service1_kernel_throttled_pct_before, 1),
+            fmt_spread(&a.service1_kernel_throttled_pct_after, 1),
+            format!("{} / {}", fmt_spread(&a.service1_over_limit_ms_per_s_after, 1), fmt_spread(&a.service2_over_limit_ms_per_s_after, 1)),
         );
     }
 }
@@ -128,7 +158,7 @@ mod tests {
 
     fn trace(s1_ms: f64, s2_ms: f64, inv: f64) -> TraceFigures {
         let mut t = TraceFigures { duration_ns: 2_000_000_000, cpu_ns: 4_000_000_000, other_ns: 200_000_000, ..Default::default() };
-        t.cgroups.insert("s1".into(), CgroupFigures { cpu_ms: s1_ms, max_cpus: 2, request_cpus: Some(1.0), reservation_inversion_ms: Some(inv), ..Default::default() });
+        t.cgroups.insert("s1".into(), CgroupFigures { cpu_ms: s1_ms, max_cpus: 2, request_cpus: Some(1.0), reservation_inversion_ms: Some(inv), time_at_cpus_ms: vec![1000.0, 600.0, 400.0], ..Default::default() });
         t.cgroups.insert("s2".into(), CgroupFigures { cpu_ms: s2_ms, max_cpus: 2, request_cpus: Some(0.5), reservation_inversion_ms: Some(0.0), ..Default::default() });
         t
     }
@@ -155,6 +185,9 @@ mod tests {
         assert_eq!(med(&a.service1_inversion_ms_per_s_after), 30.0);
         assert_eq!(a.service1_inversion_ms_per_s_after.as_ref().unwrap().max, 45.0);
         assert_eq!(med(&a.service2_max_cpus_after), 2.0);
+        // service1's limit is 1 CPU: 400 ms of 2 s at 2 CPUs = 200 ms/s; service2 has no limit.
+        assert_eq!(med(&a.service1_over_limit_ms_per_s_after), 200.0);
+        assert!(a.service2_over_limit_ms_per_s_after.is_none());
         let mut m = String::new();
         markdown(&mut m, &pods(), &[a.clone()]);
         assert!(m.contains("Burstable, request 0.5 CPUs, no limit") && m.contains("| x | 0.45 [0.45–0.45] |"), "{m}");

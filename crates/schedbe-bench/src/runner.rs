@@ -208,6 +208,9 @@ pub struct RunOutcome {
     pub be: Option<BeSummary>,
     pub sched_ext_state: Option<String>,
     pub windows: Vec<Window>,
+    /// The Kubernetes experiments: the kernel's cpu.stat of each pod per phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_cpu_stat: Option<crate::kube_exp::PodsCpuStat>,
     pub warnings: Vec<String>,
     #[serde(skip)]
     pub records: Vec<Record>,
@@ -345,7 +348,8 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     let state0 = sched_ext_state();
     let mut sched = None;
     if let Some(s) = plan.scheduler {
-        let cmd = SchedCmd::new(s, p.schedbe_bin.as_deref(), &p.schedbe_args, p.peers_dir.as_deref()).with_context(|| format!("configuration {}", cfg.name))?;
+        let args: Vec<String> = p.schedbe_args.iter().cloned().chain(plan.sched_args.iter().map(|a| a.to_string())).collect();
+        let cmd = SchedCmd::new(s, p.schedbe_bin.as_deref(), &args, p.peers_dir.as_deref()).with_context(|| format!("configuration {}", cfg.name))?;
         say(&format!("starting {}", s.name()));
         sched = Some(scx::load(&cmd, dir, scx::LOAD_TIMEOUT).with_context(|| format!("configuration {}", cfg.name))?);
     } else if matches!(state0.as_deref(), Some(s) if s != "disabled") {
@@ -416,6 +420,11 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     }
     child_setup(&mut c, libc::SIGKILL, None);
     let mut client = Proc::spawn("client", &mut c)?;
+    let pods_at = |when: u64| {
+        sleep_until_ns(when);
+        p.pods.as_ref().and_then(crate::kube_exp::snapshot)
+    };
+
     say(&format!(
         "{}: {} alone {:.0} s, then {} {:.0} s (util {:.2}, {} conns, service {})",
         if p.pods.is_some() { cfg.name.clone() } else { cfg.describe() },
@@ -438,7 +447,9 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     let tr_lc = if p.trace == TraceMode::Both { start_tracer(&p.tracer(), dir, "lc", lc_from, be_start, &mut o.warnings) } else { None };
     let tr_be = if p.trace != TraceMode::Off { start_tracer(&p.tracer(), dir, "be", be_from, send_end, &mut o.warnings) } else { None };
     let mut be = None;
+    let stat_t0 = if p.pods.is_some() { pods_at(t0) } else { None };
     sleep_until_ns(be_start);
+    let stat_be = if p.pods.is_some() { pods_at(be_start) } else { None };
     if has_be {
         be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
         o.be_start_ns = Some(monotonic_ns());
@@ -453,6 +464,9 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     // client end (it drains outstanding requests itself)
     let client_budget = Duration::from_secs_f64((send_end.saturating_sub(monotonic_ns())) as f64 / 1e9 + p.drain_timeout_secs + 60.0);
     let st = client.wait_timeout(client_budget)?;
+    if let (Some(a), Some(b), Some(c)) = (stat_t0, stat_be, if p.pods.is_some() { pods_at(0) } else { None }) {
+        o.pods_cpu_stat = Some(crate::kube_exp::PodsCpuStat { service1_before: b.0.since(&a.0), service1_after: c.0.since(&b.0), service2_after: c.1.since(&b.1) });
+    }
     let tr_be_fig = finish_tracer(tr_be, "be", dir, &mut o.warnings);
     match st {
         Some(st) if st.success() => {}

@@ -37,6 +37,9 @@ pub struct CgroupFigures {
     /// while another cgroup ran on more than its own request.
     pub reservation_inversion_ms: Option<f64>,
     pub reservation_inversion_longest_ms: Option<f64>,
+    /// Element k: time with exactly k CPUs running its tasks.
+    #[serde(default)]
+    pub time_at_cpus_ms: Vec<f64>,
 }
 
 /// The tracer figures the summary uses. CPU times in ns over all CPUs.
@@ -89,6 +92,11 @@ fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
                 request_cpus: of("/request_cpus"),
                 reservation_inversion_ms: of("/reservation_inversion_ms"),
                 reservation_inversion_longest_ms: of("/reservation_inversion_longest_ms"),
+                time_at_cpus_ms: c
+                    .get("time_at_cpus_ms")
+                    .and_then(|a| a.as_array())
+                    .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+                    .unwrap_or_default(),
             };
             (k.clone(), fig)
         })

@@ -5,6 +5,18 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+/// How a cgroup's `cpu.max` is read (docs/kubernetes.md, "CPU limits").
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitMode {
+    /// The kernel's semantics: quota CPU time per period, on any number of CPUs
+    #[default]
+    Quota,
+    /// The paper's reading: a limit of N CPUs also means at most ceil(N)
+    /// CPUs at any instant; the fraction is a quota per period
+    Concurrency,
+}
+
 /// Everything `schedbe run` can be told. Every field has a default, so an
 /// empty file is a valid config; unknown keys are rejected.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -45,6 +57,8 @@ pub struct Config {
     pub unpark_idle_pct: u64,
     /// Where schedbe records the cgroups it froze (thawed at the next start).
     pub state_file: String,
+    /// cpu.max: quota (kernel-compatible) or concurrency.
+    pub limit_mode: LimitMode,
 }
 
 impl Default for Config {
@@ -65,6 +79,7 @@ impl Default for Config {
             unpark_after_ms: 500,
             unpark_idle_pct: 10,
             state_file: crate::park::DEFAULT_STATE_FILE.to_string(),
+            limit_mode: LimitMode::Quota,
         }
     }
 }
@@ -163,5 +178,14 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("lc_preempt_us"));
         let c: Config = toml::from_str("lc_preempt_min_us = 200000").unwrap();
         assert!(c.validate().unwrap_err().to_string().contains("lc_preempt_min_us"));
+    }
+
+    #[test]
+    fn limit_mode() {
+        assert_eq!(Config::default().limit_mode, LimitMode::Quota);
+        let c: Config = toml::from_str("limit_mode = \"concurrency\"").unwrap();
+        assert_eq!(c.limit_mode, LimitMode::Concurrency);
+        let e = toml::from_str::<Config>("limit_mode = \"cores\"").unwrap_err().to_string();
+        assert!(e.contains("quota") && e.contains("concurrency"), "{e}");
     }
 }

@@ -43,6 +43,10 @@ pub struct CgroupBw {
     pub usage_usec: u64,
     /// 1 while throttled, else 0
     pub throttled: u64,
+    /// Concurrency mode: times one of its tasks was passed over because the
+    /// cgroup ran on ceil(quota/period) CPUs already.
+    #[serde(default)]
+    pub conc_waits: u64,
 }
 
 struct Slot {
@@ -190,6 +194,7 @@ impl CpuMax {
                     throttled_usec: (st.throttled_ns + open) / 1000,
                     usage_usec: st.usage_ns / 1000,
                     throttled: u64::from(st.throttled_since != 0),
+                    conc_waits: st.conc_waits,
                 },
             );
         }

@@ -121,6 +121,10 @@ struct RunArgs {
     /// State file recording parked cgroups
     #[arg(long)]
     state_file: Option<String>,
+    /// How cpu.max is enforced: quota (the kernel's semantics) or concurrency
+    /// (also at most ceil(quota/period) CPUs at once, the paper's reading) [default quota]
+    #[arg(long, value_enum)]
+    limit_mode: Option<config::LimitMode>,
     /// Print stats every SECS seconds
     #[arg(long, value_name = "SECS")]
     stats: Option<f64>,
@@ -209,6 +213,9 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     }
     if let Some(v) = &a.state_file {
         cfg.state_file = v.clone();
+    }
+    if let Some(v) = a.limit_mode {
+        cfg.limit_mode = v;
     }
     cfg.validate()?;
     Ok(cfg)

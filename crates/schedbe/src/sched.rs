@@ -100,6 +100,7 @@ impl<'a> Scheduler<'a> {
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
         rodata.park_after_ns = if cfg.park { cfg.park_after_ms * 1_000_000 } else { 0 };
+        rodata.bw_conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
         // LLC ids may be sparse; number them densely for the DSQ ids.
         let llc_index: HashMap<usize, u32> =
             topo.all_llcs.keys().enumerate().map(|(i, id)| (*id, i as u32)).collect();
@@ -378,6 +379,7 @@ impl<'a> Scheduler<'a> {
             t.kick_lat_n += s.kick_lat_n;
             t.kick_idle += s.kick_idle;
             t.lc_preempt += s.lc_preempt;
+            t.bw_conc_yields += s.bw_conc_yields;
             t.exit_takes += s.exit_takes;
             t.tick_yields += s.tick_yields;
             t.running_yields += s.running_yields;
@@ -410,6 +412,7 @@ impl<'a> Scheduler<'a> {
             running_yields: t.running_yields,
             kick_idle: t.kick_idle,
             lc_preempt: t.lc_preempt,
+            bw_conc_yields: t.bw_conc_yields,
             lc_direct: t.lc_direct,
             lc_dispatches: t.lc_dispatches,
             be_dispatches: t.be_dispatches,

@@ -91,6 +91,9 @@ pub struct Metrics {
     #[stat(desc = "cpu.max: held tasks released at a period boundary")]
     #[serde(default)]
     pub bw_releases: u64,
+    #[stat(desc = "cpu.max concurrency mode: tasks that got a CPU without their cgroups' tokens and gave it back (a backstop; 0 expected)")]
+    #[serde(default)]
+    pub bw_conc_yields: u64,
     #[stat(desc = "cpu.max: limits (re)started with a full quota")]
     #[serde(default)]
     pub bw_restarts: u64,
@@ -160,6 +163,7 @@ impl Metrics {
             tick_yields: self.tick_yields - prev.tick_yields,
             running_yields: self.running_yields - prev.running_yields,
             lc_preempt: self.lc_preempt - prev.lc_preempt,
+            bw_conc_yields: self.bw_conc_yields - prev.bw_conc_yields,
             kick_idle: self.kick_idle - prev.kick_idle,
             lc_direct: self.lc_direct - prev.lc_direct,
             lc_dispatches: self.lc_dispatches - prev.lc_dispatches,

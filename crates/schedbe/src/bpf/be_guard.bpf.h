@@ -94,18 +94,21 @@ static bool guard_rescue(s32 cpu)
 			starving = waited(now, tctx->enq_at, starvation_limit_ns);
 			if (!starving && sched_as_be(p, tctx))
 				continue;
+			/* concurrency mode: a guard slice does not lift its cgroup's cap */
+			if (!conc_admit(p, tctx, NULL, NULL, now))
+				continue;
 			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
-			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-				if (starving) {
-					tctx->guarded = 1;
-					STAT_ADD(guard_slices, 1);
-				} else if (task_freezing(p)) {
-					STAT_ADD(freeze_boosts, 1);
-				} else {
-					STAT_ADD(requeued_lc, 1);
-				}
-				return true;
+			if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+				continue;	/* its tokens stay with it, see consume_dsq() */
+			if (starving) {
+				tctx->guarded = 1;
+				STAT_ADD(guard_slices, 1);
+			} else if (task_freezing(p)) {
+				STAT_ADD(freeze_boosts, 1);
+			} else {
+				STAT_ADD(requeued_lc, 1);
 			}
+			return true;
 		}
 	}
 	return false;

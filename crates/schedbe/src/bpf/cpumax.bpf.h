@@ -25,6 +25,19 @@
  *  - dying tasks and tasks on their way to the freezer are never held: they
  *    must get to run (task_state.bpf.h).
  *
+ * Concurrency mode (bw_conc_mode, `--limit-mode concurrency`, the paper's
+ * reading of a limit): a cgroup whose cpu.max amounts to N CPUs also runs on
+ * at most ceil(N) CPUs at any instant; the fraction stays a quota per period.
+ * Each limited slot has ceil(quota / period) tokens. A task takes one token
+ * of every limited cgroup of its chain when a CPU is given to it (moved or
+ * inserted into a local queue) and gives them back when it stops, or when it
+ * leaves a local queue without running (ops.enqueue, ops.quiescent); a CPU
+ * that took them for a queued task another CPU then took leaves them with
+ * the task (struct bw_task's tok_state). A task
+ * that cannot take them all stays in its run queue and the CPU looks at the
+ * next one: tokens are held by tasks on CPUs only, never by queued tasks, so
+ * a cgroup at its cap does not keep CPUs it cannot use.
+ *
  * Who writes what: userspace (cpumax.rs) gives each cgroup with the cpu
  * controller a slot, writes bw_slot_of (cgroup id -> slot) and bw_conf (the
  * slot's cpu.max; quota 0 = no limit), and bumps bw_gen when chains may have
@@ -40,7 +53,10 @@
  *  - a held task is in no run queue: the starvation guard and the parking
  *    scan never see it, so a throttled BE task is neither starved nor parked;
  *  - unloading needs nothing: the kernel takes every task, held or not,
- *    back to the fair class.
+ *    back to the fair class;
+ *  - concurrency mode: a slot's running count is the number of tasks of its
+ *    subtree that hold its token, and it never exceeds its cap (taken by
+ *    compare-and-swap, so two CPUs cannot both take the last token).
  *
  * The includer defines, before including this header:
  *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases,
@@ -62,13 +78,24 @@
 /* cpu.max "max" arrives as RUNTIME_INF in µs-or-more; anything this large is unlimited. */
 #define BW_QUOTA_INF_US		(1ULL << 50)
 
+/*
+ * A task's tokens (concurrency mode). Several CPUs may look at one queued
+ * task at once, so its token record changes only under BW_TOK_BUSY, taken
+ * by compare-and-swap: one CPU takes the tokens, and a CPU whose move of the
+ * task then fails leaves them with the task, whoever runs it gives them back.
+ */
+enum { BW_TOK_NONE, BW_TOK_BUSY, BW_TOK_HELD };
+
 /* Per task: its limited ancestors-or-self, cached until its cgroup or bw_gen changes. */
 struct bw_task {
 	u64 exec_seen;		/* p->se.sum_exec_runtime when last charged */
 	u64 cgid;
 	u32 gen;
 	u8 nr;
+	u8 tok_nr;		/* concurrency mode: tokens held, of the slots in tok_slots */
+	u32 tok_state;		/* BW_TOK_*: who may change tok_nr/tok_slots */
 	u16 slots[SCHEDBE_BW_MAX_DEPTH];
+	u16 tok_slots[SCHEDBE_BW_MAX_DEPTH];	/* as taken: the chain may change before they go back */
 };
 
 struct bw_state {
@@ -78,6 +105,8 @@ struct bw_state {
 	u64 quota_ns, period_ns, burst_ns;	/* the bw_conf this state runs */
 	u32 throttled;
 	u32 used;		/* ran in the current period (cpu.stat nr_periods) */
+	s32 cap;		/* concurrency mode: ceil(quota / period) tokens; 0: no cap */
+	s32 running;		/* concurrency mode: tokens held */
 };
 
 /* Per CPU: preempts a limited task when its cgroups' runtime ends. */
@@ -120,6 +149,9 @@ struct {
 	__type(key, u32);
 	__type(value, struct bw_stat);
 } bw_stats SEC(".maps");
+
+/* Set by userspace before load: cap concurrency as well as quota (see above). */
+const volatile bool bw_conc_mode;
 
 /* Written by userspace (and set_bandwidth), read on the hot path. */
 u32 bw_gen;		/* bumped when a cgroup's chain may have changed */
@@ -233,6 +265,8 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
 		s->burst_ns = c->burst_ns;
 		s->runtime_ns = c->quota_ns;
 		s->period_start = now;
+		/* running is not reset: tasks on CPUs still hold their tokens */
+		s->cap = bw_conc_mode ? (s32)((c->quota_ns + c->period_ns - 1) / c->period_ns) : 0;
 		STAT_ADD(bw_restarts, 1);
 	}
 	bw_refill(s, slot, now);
@@ -452,6 +486,113 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 		}
 	}
 	return 0;
+}
+
+static __always_inline bool bw_conc_on(void)
+{
+	return bw_conc_mode && bw_on;
+}
+
+/*
+ * Concurrency mode: give @bt's tokens back (the task is leaving its CPU or
+ * its local queue). With @kick, wake an idle CPU when a slot was at its cap:
+ * a task of it may be queued, passed over.
+ */
+static void bw_conc_put(struct task_struct *p, struct bw_task *bt, bool kick)
+{
+	bool was_full = false;
+	struct bw_state *s;
+	u32 i, slot;
+	s32 cpu;
+
+	if (bt->tok_state != BW_TOK_HELD ||
+	    __sync_val_compare_and_swap(&bt->tok_state, BW_TOK_HELD, BW_TOK_BUSY) != BW_TOK_HELD)
+		return;
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= bt->tok_nr)
+			break;
+		slot = bt->tok_slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
+		s = bpf_map_lookup_elem(&bw_state, &slot);
+		if (s && __sync_fetch_and_sub(&s->running, 1) >= s->cap)
+			was_full = true;
+	}
+	bt->tok_nr = 0;
+	__sync_lock_test_and_set(&bt->tok_state, BW_TOK_NONE);
+	if (kick && was_full && (cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0)) >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+/* Give back the first @n tokens of @slots (a take that failed part way). */
+static void bw_conc_undo(u16 *slots, u32 n)
+{
+	struct bw_state *s;
+	u32 i, slot;
+
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= n)
+			break;
+		slot = slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
+		if ((s = bpf_map_lookup_elem(&bw_state, &slot)))
+			__sync_fetch_and_sub(&s->running, 1);
+	}
+}
+
+/* One token of @slot's state @s, unless all are taken. */
+static bool bw_conc_take_one(struct bw_state *s)
+{
+	s32 cur;
+	u32 i;
+
+	bpf_for(i, 0, 8) {
+		cur = s->running;
+		if (cur >= s->cap)
+			return false;
+		if (__sync_val_compare_and_swap(&s->running, cur, cur + 1) == cur)
+			return true;
+	}
+	return false;	/* contended eight times: treated as full, the next dispatch retries */
+}
+
+/*
+ * Concurrency mode: may @p be given a CPU? Takes a token of every capped
+ * cgroup of its chain, all or none. True without taking anything when @p
+ * already holds them, when nothing caps it, and for dying and freezing
+ * tasks, which must get to run. False also while another CPU is taking or
+ * giving back @p's tokens (it will run @p, or @p is leaving the queue).
+ */
+static bool bw_conc_take(struct task_struct *p, struct bw_task *bt, u64 now)
+{
+	struct bw_task *ch;
+	struct bw_state *s;
+	struct bw_stat *st;
+	u32 i, slot, n = 0;
+
+	if (!bw_conc_on() || bt->tok_state == BW_TOK_HELD)
+		return true;
+	if (!(ch = bw_chain(p, bt)) || task_dying(p) || task_freezing(p))
+		return true;
+	if (__sync_val_compare_and_swap(&bt->tok_state, BW_TOK_NONE, BW_TOK_BUSY) != BW_TOK_NONE)
+		return bt->tok_state == BW_TOK_HELD;
+	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
+		if (i >= ch->nr)
+			break;
+		slot = ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
+		s = bw_slot(slot, now);
+		if (!s || s->cap <= 0)
+			continue;
+		if (!bw_conc_take_one(s)) {
+			if ((st = bpf_map_lookup_elem(&bw_stats, &slot)))
+				__sync_fetch_and_add(&st->conc_waits, 1);
+			bw_conc_undo(bt->tok_slots, n);
+			__sync_lock_test_and_set(&bt->tok_state, BW_TOK_NONE);
+			return false;
+		}
+		bt->tok_slots[n & (SCHEDBE_BW_MAX_DEPTH - 1)] = slot;
+		n++;
+	}
+	bt->tok_nr = n;
+	__sync_lock_test_and_set(&bt->tok_state, n ? BW_TOK_HELD : BW_TOK_NONE);
+	return true;
 }
 
 /* ops.init: one holding queue and one timer per slot, one expiry timer per CPU. */

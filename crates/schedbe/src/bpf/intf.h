@@ -49,6 +49,7 @@ struct cpu_stats {
 	u64 bw_releases;	/* cpu.max: held tasks released at a period boundary */
 	u64 bw_restarts;	/* cpu.max: a slot's limit (re)started with a full quota */
 	u64 bw_forgiven_ns;	/* cpu.max: overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
+	u64 bw_conc_yields;	/* concurrency mode: a task got a CPU without its cgroups' tokens and gave it back */
 	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
 };
 
@@ -67,6 +68,7 @@ struct bw_stat {
 	u64 throttled_ns;	/* time spent throttled (closed spans) */
 	u64 throttled_since;	/* start of the current throttled span; 0: not throttled */
 	u64 usage_ns;		/* CPU time charged */
+	u64 conc_waits;		/* concurrency mode: times a task was passed over, its cgroup on its cap */
 };
 
 /* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */

@@ -174,6 +174,25 @@ static __always_inline bool direct_entry(void)
  *    third, docs/results.md);
  *  - otherwise every allowed CPU runs LC: queue it by virtual time.
  */
+/*
+ * cpu.max concurrency mode: a task goes straight into a CPU's local queue
+ * only with its cgroups' tokens (cpumax.bpf.h), else through the queue.
+ */
+static __always_inline bool lc_direct_ok(struct task_struct *p)
+{
+	struct task_ctx *tctx = bw_conc_on() ? task_ctx(p) : NULL;
+
+	return !tctx || bw_conc_take(p, &tctx->bw, bpf_ktime_get_ns());
+}
+
+static __always_inline void lc_direct_undo(struct task_struct *p)
+{
+	struct task_ctx *tctx = bw_conc_on() ? task_ctx(p) : NULL;
+
+	if (tctx)
+		bw_conc_put(p, &tctx->bw, false);
+}
+
 static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -184,11 +203,14 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		STAT_ADD(kick_idle, 1);
 		return;
 	}
-	cpu = direct_entry() ? claim_be_cpu(p) : -1;
-	if (cpu >= 0) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
-		note_preempt(cpu);
-		return;
+	if (direct_entry() && lc_direct_ok(p)) {
+		cpu = claim_be_cpu(p);
+		if (cpu >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+			note_preempt(cpu);
+			return;
+		}
+		lc_direct_undo(p);
 	}
 	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
 	/*

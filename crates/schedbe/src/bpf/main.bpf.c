@@ -246,8 +246,12 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (!is_idle && !sync_to_waker(cpu, wake_flags))
 		return cpu;
-	/* a task of a throttled cgroup goes through ops.enqueue, which holds it */
-	if (bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0) {
+	/*
+	 * A task of a throttled cgroup goes through ops.enqueue, which holds it;
+	 * one whose cgroup is on its concurrency cap waits in its run queue.
+	 */
+	if (bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0 &&
+	    bw_conc_take(p, &tctx->bw, bpf_ktime_get_ns())) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, 0);
 		STAT_ADD(lc_direct, 1);
 	}
@@ -262,6 +266,9 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu, slot;
 	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
 
+	/* concurrency mode: back from a local queue without having run */
+	if (tctx)
+		bw_conc_put(p, &tctx->bw, true);
 	/* cpu.max: a task of a throttled cgroup waits for the next period */
 	if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
 		bw_hold(p, slot, enq_flags, now);
@@ -303,18 +310,37 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
+ * Concurrency mode: may @p have this CPU? When its cgroup is on its cap and
+ * @prev, which is leaving this CPU, holds the token, @prev's tokens go to
+ * @p: a task waiting behind one of its cgroup that ran its slice takes its
+ * turn on the same CPU, and the cap holds. (@prev has no slice left here:
+ * a task that has one keeps its CPU without ops.dispatch.)
+ */
+static bool conc_admit(struct task_struct *p, struct task_ctx *tctx,
+		       struct task_struct *prev, struct task_ctx *pctx, u64 now)
+{
+	if (!tctx || bw_conc_take(p, &tctx->bw, now))
+		return true;
+	if (!prev || !pctx || pctx->bw.tok_state != BW_TOK_HELD)
+		return false;
+	bw_conc_put(prev, &pctx->bw, false);
+	return bw_conc_take(p, &tctx->bw, now);
+}
+
+/*
  * Move the first task of @dsq that may run here to this CPU. While some
  * cgroup is throttled (cpu.max), queued tasks of throttled cgroups are moved
- * to their holding queues on the way; otherwise this is one kfunc call.
+ * to their holding queues on the way, and in concurrency mode tasks whose
+ * cgroup is on its cap are passed over; otherwise this is one kfunc call.
  */
-static bool consume_dsq(u64 dsq, s32 cpu)
+static bool consume_dsq(u64 dsq, s32 cpu, struct task_struct *prev, struct task_ctx *pctx)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
 	u64 now;
 	s32 slot;
 
-	if (!bw_nr_throttled)
+	if (!bw_nr_throttled && !bw_conc_on())
 		return scx_bpf_dsq_move_to_local(dsq, 0);
 	now = bpf_ktime_get_ns();
 	bpf_for_each(scx_dsq, p, dsq, 0) {
@@ -325,21 +351,27 @@ static bool consume_dsq(u64 dsq, s32 cpu)
 		}
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
+		if (!conc_admit(p, tctx, prev, pctx, now))
+			continue;
+		/* a failed move leaves @p's tokens with @p: the CPU that got it runs it */
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			return true;
 	}
 	return false;
 }
 
-/* Take the first task of a tier from this CPU's LLC, then from any other LLC. */
-static bool consume_tier(u32 base, s32 cpu)
+/*
+ * Take the first task of a tier from this CPU's LLC, then from any other
+ * LLC. @prev/@pctx: the runnable task leaving this CPU (concurrency mode).
+ */
+static bool consume_tier(u32 base, s32 cpu, struct task_struct *prev, struct task_ctx *pctx)
 {
 	u32 mine = llc_of(cpu), i;
 
-	if (consume_dsq(base + mine, cpu))
+	if (consume_dsq(base + mine, cpu, prev, pctx))
 		return true;
 	bpf_for(i, 0, nr_llcs) {
-		if (i != mine && consume_dsq(base + i, cpu))
+		if (i != mine && consume_dsq(base + i, cpu, prev, pctx))
 			return true;
 	}
 	return false;
@@ -368,15 +400,23 @@ static void fit_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64
 	bw_arm_expiry(p, cpu, left);
 }
 
-/* ops.dispatch: @prev keeps @cpu for another slice (ops.running is not called again). */
-static void keep_prev(struct task_struct *prev, s32 cpu, u64 slice_ns)
+/*
+ * ops.dispatch: @prev keeps @cpu for another slice (ops.running is not
+ * called again), unless in concurrency mode it gave its tokens to a task
+ * that then did not come here and cannot take them back.
+ */
+static bool keep_prev(struct task_struct *prev, s32 cpu, u64 slice_ns)
 {
 	struct task_ctx *tctx = bw_on ? task_ctx(prev) : NULL;
 
-	if (tctx)
-		fit_slice(prev, tctx, cpu, slice_ns);
-	else
+	if (!tctx) {
 		scx_bpf_task_set_slice(prev, slice_ns);
+		return true;
+	}
+	if (!bw_conc_take(prev, &tctx->bw, bpf_ktime_get_ns()))
+		return false;
+	fit_slice(prev, tctx, cpu, slice_ns);
+	return true;
 }
 
 static __always_inline bool is_be_task(struct task_struct *p)
@@ -410,7 +450,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 
 	/* local + exit: any waiting LC task, from any LLC, before BE. */
-	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu)) {
+	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu, prev_runnable ? prev : NULL, pctx)) {
 		STAT_ADD(lc_dispatches, 1);
 		if (prev_be && prev_runnable)
 			STAT_ADD(exit_takes, 1);
@@ -418,12 +458,10 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/* An LC prev that is still runnable keeps the CPU over any BE task. */
-	if (prev_runnable && !prev_be) {
-		keep_prev(prev, cpu, lc_slice_ns);
+	if (prev_runnable && !prev_be && keep_prev(prev, cpu, lc_slice_ns))
 		return;
-	}
 
-	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu)) {
+	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, prev_runnable ? prev : NULL, pctx)) {
 		STAT_ADD(be_dispatches, 1);
 		return;
 	}
@@ -433,8 +471,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	 * not through SCX_ENQ_LAST). Re-advertise the CPU in be_cpus, which an
 	 * entry-check kick may have cleared.
 	 */
-	if (prev_runnable && prev_be) {
-		keep_prev(prev, cpu, be_slice_ns);
+	if (prev_runnable && prev_be && keep_prev(prev, cpu, be_slice_ns)) {
 		be = be_cpus;
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
@@ -451,6 +488,14 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 		return;
 	tctx->started_at = bpf_ktime_get_ns();
 	tctx->run_start = tctx->started_at;
+	/*
+	 * Concurrency mode, a backstop: every path that gives @p a CPU took its
+	 * tokens; should one not have, @p takes them now or gives the CPU back.
+	 */
+	if (!bw_conc_take(p, &tctx->bw, tctx->started_at)) {
+		STAT_ADD(bw_conc_yields, 1);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
 	/* cpu.max: run no longer than the runtime the task's cgroups have left */
 	fit_slice(p, tctx, cpu, p->scx.slice);
 	if (tctx->tier == TIER_BE) {
@@ -534,6 +579,14 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 	if (be)
 		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
 	charge(p, tctx, now);
+	/*
+	 * Concurrency mode: a task preempted by an RT/DL task with slice left
+	 * goes back to the head of its local queue without ops.enqueue and
+	 * resumes there, so it keeps its tokens (an evacuation gives them back
+	 * in ops.enqueue).
+	 */
+	if (!runnable || !p->scx.slice)
+		bw_conc_put(p, &tctx->bw, true);
 	tctx->guarded = 0;
 	/* Parking: CPU time in this starvation window; a task that sleeps is not starved. */
 	tctx->starve_ran += now - tctx->run_start;
@@ -559,6 +612,7 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
 
 	if (!tctx)
 		return;
+	bw_conc_put(p, &tctx->bw, true);	/* left a local queue without running */
 	lcw_quiescent(p, &tctx->lcw, bpf_ktime_get_ns());
 }
 
