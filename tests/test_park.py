@@ -179,12 +179,22 @@ def test_sigkill_daemon_guardian_thaws():
             tl.wait_for(lambda: not tl.cg_frozen(be), GUARDIAN_MAX_S, what="the guardian to thaw BE")
             t_thaw = time.monotonic() - t0
             tl.wait_for(lambda: tl.scx_state() == "disabled", 30, what="sched_ext disabled")
-            ran = usage_grows(be, 1.0)  # under EEVDF, next to the LC hogs
+            # Next to one LC hog per CPU, EEVDF gives a cpu.idle group (weight 3
+            # against 1024) a few ms per second, often none in a given second:
+            # logged, not asserted. Whether BE is really free to run is asked
+            # once the LC hogs are gone.
+            beside = usage_grows(be, 1.0)
+            for p in hogs:
+                tl.kill_proc(p)
+            ran = usage_grows(be, 1.0)
             tl.log(f"park-sigkill: BE thawed {t_thaw:.2f}s after SIGKILL of the daemon; "
-                   f"then used {ran} us in 1 s under EEVDF; state file {state_cgroups()}")
-            assert ran > 0, "BE did not run after the daemon died"
+                   f"then used {beside} us in 1 s under EEVDF beside the LC hogs and {ran} us "
+                   f"in 1 s after them; state file {state_cgroups()}")
+            assert all(p.poll() is None for p in bes), "a BE task died with the daemon"
+            # One busy loop per CPU, alone: well over 0.1 CPU-s in 1 s unless frozen.
+            assert ran > 100_000, f"BE used only {ran} us in 1 s after the daemon died"
             assert state_cgroups() == []
-            for p in hogs + bes:
+            for p in bes:
                 tl.kill_proc(p)
         finally:
             sched.kill()
