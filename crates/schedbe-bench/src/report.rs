@@ -244,12 +244,18 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
         params.conns,
         if params.repeat_arrivals_secs > 0.0 { " (the BE phase repeats the LC-alone phase's arrivals)" } else { "" },
         params.lc_alone_secs,
-        if params.with_be { "LC + BE" } else { "LC alone again" },
+        match (params.with_be, params.pods.is_some()) {
+            (_, true) => "service1 + service2",
+            (true, false) => "LC + BE",
+            (false, false) => "LC alone again",
+        },
         params.be_secs,
         if params.tail_secs > 0.0 { format!(", BE {:.0} s more after the client stops", params.tail_secs) } else { String::new() },
         runs.iter().map(|r| r.rep).max().map(|x| x + 1).unwrap_or(0)
     );
-    if params.with_be {
+    if params.pods.is_some() {
+        let _ = writeln!(m, "- LC = service1 (the LC server, in its pod); \"BE\" columns = service2: {} SCHED_OTHER threads burning CPU (resizing {} -> {}), in its pod, LC to every scheduler", params.be_threads, params.be_src, params.be_dst);
+    } else if params.with_be {
         let _ = writeln!(m, "- BE: {} threads resizing {} -> {} (Lanczos3, fast_image_resize, SIMD {})", params.be_threads, params.be_src, params.be_dst, params.be_simd);
     }
     let _ = writeln!(
