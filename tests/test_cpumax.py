@@ -226,11 +226,11 @@ def test_concurrency_mode_caps_cpus_at_once():
     instant (tracer), and still 1.5 CPUs of time (kernel cpu.stat). The default
     quota mode, side by side, spreads the same hogs over more CPUs.
 
-    Not exact: the tracer has seen 0.15-0.7% of the window on 3 CPUs, a few
-    stretches of 1.5-3 ms each (a task found running without its tokens by
-    ops.running's backstop, `bw_conc_yields`, gives its CPU back only when the
-    emulated preemption IPI lands; docs/design.md, "Concurrency mode"). The
-    bound is 2% of the window, and a tenth of what quota mode spreads."""
+    Since tokens go back at the sched_switch tracepoint (cpumax_conc.bpf.h), the
+    tracer has seen 0 and 0.2 ms of a 5 s window on 3 CPUs; before, when they went
+    back in ops.stopping, 20-32 ms (docs/design.md, "Concurrency mode"). The
+    bound, 0.1% of the window, fails on that earlier code; it is not 0 because the
+    tracer's timestamps come from different vCPUs' clocks."""
     if tl.NR_CPUS < 4:
         pytest.skip(f"needs 4 CPUs to tell 2 CPUs at once from more ({tl.NR_CPUS} here)")
     used_q, at_q = cpus_at_once("quota", "cpumax-quota-spread")
@@ -239,5 +239,5 @@ def test_concurrency_mode_caps_cpus_at_once():
     over = sum(at_c[3:])
     assert abs(used_c - 1.5) <= 1.5 * TOL, f"concurrency mode: {used_c:.3f} CPUs for a 1.5-CPU limit"
     assert abs(used_q - 1.5) <= 1.5 * TOL, f"quota mode: {used_q:.3f} CPUs for a 1.5-CPU limit"
-    assert over <= 0.02 * window_ms, f"concurrency mode: {over:.1f} ms of {window_ms:.0f} on more than 2 CPUs"
+    assert over <= 0.001 * window_ms, f"concurrency mode: {over:.1f} ms of {window_ms:.0f} on more than 2 CPUs"
     assert sum(at_q[3:]) > 10 * max(over, 1.0), f"quota mode did not spread: {at_q} (concurrency: {at_c})"

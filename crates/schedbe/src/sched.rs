@@ -100,7 +100,8 @@ impl<'a> Scheduler<'a> {
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
         rodata.park_after_ns = if cfg.park { cfg.park_after_ms * 1_000_000 } else { 0 };
-        rodata.bw_conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
+        let conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
+        rodata.bw_conc_mode = conc_mode;
         // LLC ids may be sparse; number them densely for the DSQ ids.
         let llc_index: HashMap<usize, u32> =
             topo.all_llcs.keys().enumerate().map(|(i, id)| (*id, i as u32)).collect();
@@ -126,6 +127,12 @@ impl<'a> Scheduler<'a> {
             skel.progs.schedbe_sched_switch.set_autoload(false);
         }
         info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });
+
+        // Concurrency mode gives a task's tokens back at the sched_switch
+        // tracepoint (cpumax.bpf.h); without that mode nothing holds tokens.
+        if !conc_mode {
+            skel.progs.schedbe_conc_switch.set_autoload(false);
+        }
 
         // cpu.max writes reach the BPF side at once through
         // ops.cgroup_set_bandwidth (v6.17+); before, the periodic rescan does.

@@ -95,7 +95,7 @@ static bool guard_rescue(s32 cpu)
 			if (!starving && sched_as_be(p, tctx))
 				continue;
 			/* concurrency mode: a guard slice does not lift its cgroup's cap */
-			if (!conc_admit(p, tctx, NULL, NULL, now))
+			if (conc_admit(p, tctx, NULL, now) == CONC_NO)
 				continue;
 			scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, starving ? guard_slice_ns : lc_slice_ns);
 			if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))

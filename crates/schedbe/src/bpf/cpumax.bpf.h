@@ -30,8 +30,11 @@
  * at most ceil(N) CPUs at any instant; the fraction stays a quota per period.
  * Each limited slot has ceil(quota / period) tokens. A task takes one token
  * of every limited cgroup of its chain when a CPU is given to it (moved or
- * inserted into a local queue) and gives them back when it stops, or when it
- * leaves a local queue without running (ops.enqueue, ops.quiescent); a CPU
+ * inserted into a local queue) and gives them back when its CPU has switched
+ * away from it (the sched_switch tracepoint, bw_conc_switched(): ops.stopping
+ * comes before the switch, and a token given back there let another CPU start
+ * the next task while this one was still on its CPU), or when it leaves a
+ * local queue without running (ops.enqueue, ops.quiescent); a CPU
  * that took them for a queued task another CPU then took leaves them with
  * the task (struct bw_task's tok_state). A task
  * that cannot take them all stays in its run queue and the CPU looks at the
@@ -56,7 +59,8 @@
  *    back to the fair class;
  *  - concurrency mode: a slot's running count is the number of tasks of its
  *    subtree that hold its token, and it never exceeds its cap (taken by
- *    compare-and-swap, so two CPUs cannot both take the last token).
+ *    compare-and-swap, so two CPUs cannot both take the last token); the
+ *    tokens themselves are in cpumax_conc.bpf.h.
  *
  * The includer defines, before including this header:
  *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases,
@@ -84,7 +88,14 @@
  * by compare-and-swap: one CPU takes the tokens, and a CPU whose move of the
  * task then fails leaves them with the task, whoever runs it gives them back.
  */
-enum { BW_TOK_NONE, BW_TOK_BUSY, BW_TOK_HELD };
+enum { BW_TOK_NONE, BW_TOK_BUSY, BW_TOK_HELD, BW_TOK_LEAVING };
+/*
+ * BW_TOK_LEAVING: the task stopped (ops.stopping) on a CPU that has not
+ * switched away from it yet; that CPU's sched_switch gives the tokens back,
+ * unless the task is given a CPU again first and keeps them (bw_conc_take):
+ * a running task whose properties change (affinity, nice, cgroup) passes
+ * through ops.stopping and ops.running without ever leaving its CPU.
+ */
 
 /* Per task: its limited ancestors-or-self, cached until its cgroup or bw_gen changes. */
 struct bw_task {
@@ -488,112 +499,7 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 	return 0;
 }
 
-static __always_inline bool bw_conc_on(void)
-{
-	return bw_conc_mode && bw_on;
-}
-
-/*
- * Concurrency mode: give @bt's tokens back (the task is leaving its CPU or
- * its local queue). With @kick, wake an idle CPU when a slot was at its cap:
- * a task of it may be queued, passed over.
- */
-static void bw_conc_put(struct task_struct *p, struct bw_task *bt, bool kick)
-{
-	bool was_full = false;
-	struct bw_state *s;
-	u32 i, slot;
-	s32 cpu;
-
-	if (bt->tok_state != BW_TOK_HELD ||
-	    __sync_val_compare_and_swap(&bt->tok_state, BW_TOK_HELD, BW_TOK_BUSY) != BW_TOK_HELD)
-		return;
-	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
-		if (i >= bt->tok_nr)
-			break;
-		slot = bt->tok_slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
-		s = bpf_map_lookup_elem(&bw_state, &slot);
-		if (s && __sync_fetch_and_sub(&s->running, 1) >= s->cap)
-			was_full = true;
-	}
-	bt->tok_nr = 0;
-	__sync_lock_test_and_set(&bt->tok_state, BW_TOK_NONE);
-	if (kick && was_full && (cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0)) >= 0)
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-}
-
-/* Give back the first @n tokens of @slots (a take that failed part way). */
-static void bw_conc_undo(u16 *slots, u32 n)
-{
-	struct bw_state *s;
-	u32 i, slot;
-
-	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
-		if (i >= n)
-			break;
-		slot = slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
-		if ((s = bpf_map_lookup_elem(&bw_state, &slot)))
-			__sync_fetch_and_sub(&s->running, 1);
-	}
-}
-
-/* One token of @slot's state @s, unless all are taken. */
-static bool bw_conc_take_one(struct bw_state *s)
-{
-	s32 cur;
-	u32 i;
-
-	bpf_for(i, 0, 8) {
-		cur = s->running;
-		if (cur >= s->cap)
-			return false;
-		if (__sync_val_compare_and_swap(&s->running, cur, cur + 1) == cur)
-			return true;
-	}
-	return false;	/* contended eight times: treated as full, the next dispatch retries */
-}
-
-/*
- * Concurrency mode: may @p be given a CPU? Takes a token of every capped
- * cgroup of its chain, all or none. True without taking anything when @p
- * already holds them, when nothing caps it, and for dying and freezing
- * tasks, which must get to run. False also while another CPU is taking or
- * giving back @p's tokens (it will run @p, or @p is leaving the queue).
- */
-static bool bw_conc_take(struct task_struct *p, struct bw_task *bt, u64 now)
-{
-	struct bw_task *ch;
-	struct bw_state *s;
-	struct bw_stat *st;
-	u32 i, slot, n = 0;
-
-	if (!bw_conc_on() || bt->tok_state == BW_TOK_HELD)
-		return true;
-	if (!(ch = bw_chain(p, bt)) || task_dying(p) || task_freezing(p))
-		return true;
-	if (__sync_val_compare_and_swap(&bt->tok_state, BW_TOK_NONE, BW_TOK_BUSY) != BW_TOK_NONE)
-		return bt->tok_state == BW_TOK_HELD;
-	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {
-		if (i >= ch->nr)
-			break;
-		slot = ch->slots[i & (SCHEDBE_BW_MAX_DEPTH - 1)];
-		s = bw_slot(slot, now);
-		if (!s || s->cap <= 0)
-			continue;
-		if (!bw_conc_take_one(s)) {
-			if ((st = bpf_map_lookup_elem(&bw_stats, &slot)))
-				__sync_fetch_and_add(&st->conc_waits, 1);
-			bw_conc_undo(bt->tok_slots, n);
-			__sync_lock_test_and_set(&bt->tok_state, BW_TOK_NONE);
-			return false;
-		}
-		bt->tok_slots[n & (SCHEDBE_BW_MAX_DEPTH - 1)] = slot;
-		n++;
-	}
-	bt->tok_nr = n;
-	__sync_lock_test_and_set(&bt->tok_state, n ? BW_TOK_HELD : BW_TOK_NONE);
-	return true;
-}
+#include "cpumax_conc.bpf.h"
 
 /* ops.init: one holding queue and one timer per slot, one expiry timer per CPU. */
 static s32 bw_init(void)

@@ -309,22 +309,32 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
+/* conc_admit()'s answers */
+enum { CONC_NO, CONC_YES, CONC_PREV };
+
 /*
- * Concurrency mode: may @p have this CPU? When its cgroup is on its cap and
- * @prev, which is leaving this CPU, holds the token, @prev's tokens go to
- * @p: a task waiting behind one of its cgroup that ran its slice takes its
- * turn on the same CPU, and the cap holds. (@prev has no slice left here:
- * a task that has one keeps its CPU without ops.dispatch.)
+ * Concurrency mode: may @p have this CPU? CONC_YES when it holds or took its
+ * cgroups' tokens (or needs none). CONC_PREV when its cgroup is on its cap
+ * and @pctx's task, of the same cgroup and leaving this CPU, holds the
+ * token: a task waiting behind one of its cgroup that ran its slice takes
+ * its turn on the same CPU, and the cap holds; the tokens are handed over
+ * once @p is moved here (bw_conc_hand_over). (The leaving task has no slice
+ * left here: a task that has one keeps its CPU without ops.dispatch.) A task
+ * found in a queue that is no longer runnable (the iterator's view is a
+ * moment old) is passed over: tokens taken for it would stay with it while
+ * it sleeps.
  */
-static bool conc_admit(struct task_struct *p, struct task_ctx *tctx,
-		       struct task_struct *prev, struct task_ctx *pctx, u64 now)
+static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_ctx *pctx, u64 now)
 {
-	if (!tctx || bw_conc_take(p, &tctx->bw, now))
-		return true;
-	if (!prev || !pctx || pctx->bw.tok_state != BW_TOK_HELD)
-		return false;
-	bw_conc_put(prev, &pctx->bw, false);
-	return bw_conc_take(p, &tctx->bw, now);
+	if (!tctx || !bw_conc_on())
+		return CONC_YES;
+	if (!(p->scx.flags & SCX_TASK_QUEUED))
+		return CONC_NO;
+	if (bw_conc_take(p, &tctx->bw, now))
+		return CONC_YES;
+	if (pctx && bw_conc_may_hand_over(&tctx->bw, &pctx->bw))
+		return CONC_PREV;
+	return CONC_NO;
 }
 
 /*
@@ -332,13 +342,16 @@ static bool conc_admit(struct task_struct *p, struct task_ctx *tctx,
  * cgroup is throttled (cpu.max), queued tasks of throttled cgroups are moved
  * to their holding queues on the way, and in concurrency mode tasks whose
  * cgroup is on its cap are passed over; otherwise this is one kfunc call.
+ * @pctx: the runnable task leaving this CPU (concurrency mode), or NULL.
  */
-static bool consume_dsq(u64 dsq, s32 cpu, struct task_struct *prev, struct task_ctx *pctx)
+static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
 {
+	struct task_ctx *tctx, *handed = NULL;
 	struct task_struct *p;
-	struct task_ctx *tctx;
+	bool moved = false;
 	u64 now;
 	s32 slot;
+	int adm;
 
 	if (!bw_nr_throttled && !bw_conc_on())
 		return scx_bpf_dsq_move_to_local(dsq, 0);
@@ -351,27 +364,39 @@ static bool consume_dsq(u64 dsq, s32 cpu, struct task_struct *prev, struct task_
 		}
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
-		if (!conc_admit(p, tctx, prev, pctx, now))
+		adm = conc_admit(p, tctx, pctx, now);
+		if (adm == CONC_NO)
 			continue;
 		/* a failed move leaves @p's tokens with @p: the CPU that got it runs it */
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
-			return true;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			if (adm == CONC_PREV)
+				handed = tctx;
+			moved = true;
+			break;
+		}
 	}
-	return false;
+	/*
+	 * Out of the queue walk, where it would multiply the verifier's states.
+	 * Should the hand-over fail (a race changed either record), @p gets or
+	 * gives back its CPU in ops.running's backstop.
+	 */
+	if (handed && pctx)
+		bw_conc_hand_over(&handed->bw, &pctx->bw);
+	return moved;
 }
 
 /*
  * Take the first task of a tier from this CPU's LLC, then from any other
- * LLC. @prev/@pctx: the runnable task leaving this CPU (concurrency mode).
+ * LLC. @pctx: the runnable task leaving this CPU (concurrency mode), or NULL.
  */
-static bool consume_tier(u32 base, s32 cpu, struct task_struct *prev, struct task_ctx *pctx)
+static bool consume_tier(u32 base, s32 cpu, struct task_ctx *pctx)
 {
 	u32 mine = llc_of(cpu), i;
 
-	if (consume_dsq(base + mine, cpu, prev, pctx))
+	if (consume_dsq(base + mine, cpu, pctx))
 		return true;
 	bpf_for(i, 0, nr_llcs) {
-		if (i != mine && consume_dsq(base + i, cpu, prev, pctx))
+		if (i != mine && consume_dsq(base + i, cpu, pctx))
 			return true;
 	}
 	return false;
@@ -450,7 +475,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 
 	/* local + exit: any waiting LC task, from any LLC, before BE. */
-	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu, prev_runnable ? prev : NULL, pctx)) {
+	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu, prev_runnable ? pctx : NULL)) {
 		STAT_ADD(lc_dispatches, 1);
 		if (prev_be && prev_runnable)
 			STAT_ADD(exit_takes, 1);
@@ -461,7 +486,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	if (prev_runnable && !prev_be && keep_prev(prev, cpu, lc_slice_ns))
 		return;
 
-	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, prev_runnable ? prev : NULL, pctx)) {
+	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, prev_runnable ? pctx : NULL)) {
 		STAT_ADD(be_dispatches, 1);
 		return;
 	}
@@ -580,13 +605,14 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
 	charge(p, tctx, now);
 	/*
-	 * Concurrency mode: a task preempted by an RT/DL task with slice left
-	 * goes back to the head of its local queue without ops.enqueue and
-	 * resumes there, so it keeps its tokens (an evacuation gives them back
-	 * in ops.enqueue).
+	 * Concurrency mode: the tokens go back once this CPU has switched away
+	 * (schedbe_conc_switch). A task preempted by an RT/DL task with slice
+	 * left goes back to the head of its local queue without ops.enqueue and
+	 * resumes there, so it keeps them (an evacuation gives them back in
+	 * ops.enqueue).
 	 */
 	if (!runnable || !p->scx.slice)
-		bw_conc_put(p, &tctx->bw, true);
+		bw_conc_leave(&tctx->bw);
 	tctx->guarded = 0;
 	/* Parking: CPU time in this starvation window; a task that sleeps is not starved. */
 	tctx->starve_ran += now - tctx->run_start;
@@ -594,6 +620,21 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 		tctx->starve_since = 0;
 		tctx->starve_ran = 0;
 	}
+}
+
+/*
+ * cpu.max concurrency mode: a task's tokens go back when its CPU has switched
+ * away from it, the instant the tracer sees it leave, not at ops.stopping,
+ * which comes first (cpumax.bpf.h, BW_TOK_LEAVING). Loaded in that mode only.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(schedbe_conc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct task_ctx *tctx = task_ctx(prev);
+
+	if (tctx)
+		bw_conc_switched(prev, &tctx->bw);
+	return 0;
 }
 
 /* LC runnable-load accounting for weight flattening (BE does not count). */
