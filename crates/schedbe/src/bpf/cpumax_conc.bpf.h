@@ -75,6 +75,18 @@ static __always_inline void bw_conc_put(struct task_struct *p, struct bw_task *b
 		bw_conc_release(p, bt, BW_TOK_HELD, kick);
 }
 
+/*
+ * ops.disable: @p leaves sched_ext (it exits, or becomes RT/DL), so no
+ * switch or stopping of ours may come for it again: whatever it holds goes
+ * back now. Without this a task that held tokens when it left would keep
+ * its cgroup below its cap for good.
+ */
+static __always_inline void bw_conc_drop(struct task_struct *p, struct bw_task *bt)
+{
+	bw_conc_release(p, bt, BW_TOK_HELD, true);
+	bw_conc_release(p, bt, BW_TOK_LEAVING, true);
+}
+
 /* sched_switch: @p is off its CPU, as the tracer sees it too; its tokens go back. */
 static __always_inline void bw_conc_switched(struct task_struct *p, struct bw_task *bt)
 {

@@ -59,7 +59,8 @@
  * (those rules remembered per task), task_state.bpf.h
  * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h.
  * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
- * load), lc_place.bpf.h (where a queued LC task runs), be_guard.bpf.h
+ * load), lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
+ * (ops.dispatch taking tasks from the queues), be_guard.bpf.h
  * (starvation guard, parking reports).
  */
 #include <scx/common.bpf.h>
@@ -309,99 +310,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-/* conc_admit()'s answers */
-enum { CONC_NO, CONC_YES, CONC_PREV };
-
-/*
- * Concurrency mode: may @p have this CPU? CONC_YES when it holds or took its
- * cgroups' tokens (or needs none). CONC_PREV when its cgroup is on its cap
- * and @pctx's task, of the same cgroup and leaving this CPU, holds the
- * token: a task waiting behind one of its cgroup that ran its slice takes
- * its turn on the same CPU, and the cap holds; the tokens are handed over
- * once @p is moved here (bw_conc_hand_over). (The leaving task has no slice
- * left here: a task that has one keeps its CPU without ops.dispatch.) A task
- * found in a queue that is no longer runnable (the iterator's view is a
- * moment old) is passed over: tokens taken for it would stay with it while
- * it sleeps.
- */
-static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_ctx *pctx, u64 now)
-{
-	if (!tctx || !bw_conc_on())
-		return CONC_YES;
-	if (!(p->scx.flags & SCX_TASK_QUEUED))
-		return CONC_NO;
-	if (bw_conc_take(p, &tctx->bw, now))
-		return CONC_YES;
-	if (pctx && bw_conc_may_hand_over(&tctx->bw, &pctx->bw))
-		return CONC_PREV;
-	return CONC_NO;
-}
-
-/*
- * Move the first task of @dsq that may run here to this CPU. While some
- * cgroup is throttled (cpu.max), queued tasks of throttled cgroups are moved
- * to their holding queues on the way, and in concurrency mode tasks whose
- * cgroup is on its cap are passed over; otherwise this is one kfunc call.
- * @pctx: the runnable task leaving this CPU (concurrency mode), or NULL.
- */
-static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
-{
-	struct task_ctx *tctx, *handed = NULL;
-	struct task_struct *p;
-	bool moved = false;
-	u64 now;
-	s32 slot;
-	int adm;
-
-	if (!bw_nr_throttled && !bw_conc_on())
-		return scx_bpf_dsq_move_to_local(dsq, 0);
-	now = bpf_ktime_get_ns();
-	bpf_for_each(scx_dsq, p, dsq, 0) {
-		tctx = task_ctx(p);
-		if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
-			bw_hold_queued(BPF_FOR_EACH_ITER, p, slot, now);
-			continue;
-		}
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-			continue;
-		adm = conc_admit(p, tctx, pctx, now);
-		if (adm == CONC_NO)
-			continue;
-		/* a failed move leaves @p's tokens with @p: the CPU that got it runs it */
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			if (adm == CONC_PREV)
-				handed = tctx;
-			moved = true;
-			break;
-		}
-	}
-	/*
-	 * Out of the queue walk, where it would multiply the verifier's states.
-	 * Should the hand-over fail (a race changed either record), @p gets or
-	 * gives back its CPU in ops.running's backstop.
-	 */
-	if (handed && pctx)
-		bw_conc_hand_over(&handed->bw, &pctx->bw);
-	return moved;
-}
-
-/*
- * Take the first task of a tier from this CPU's LLC, then from any other
- * LLC. @pctx: the runnable task leaving this CPU (concurrency mode), or NULL.
- */
-static bool consume_tier(u32 base, s32 cpu, struct task_ctx *pctx)
-{
-	u32 mine = llc_of(cpu), i;
-
-	if (consume_dsq(base + mine, cpu, pctx))
-		return true;
-	bpf_for(i, 0, nr_llcs) {
-		if (i != mine && consume_dsq(base + i, cpu, pctx))
-			return true;
-	}
-	return false;
-}
-
+#include "consume.bpf.h"
 #include "be_guard.bpf.h"
 
 static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now);
@@ -716,6 +625,15 @@ void BPF_STRUCT_OPS(schedbe_enable, struct task_struct *p)
 	scx_bpf_task_set_dsq_vtime(p, lc_vtime_now);
 }
 
+/* @p leaves sched_ext (exit, RT/DL): cpu.max concurrency tokens it holds go back. */
+void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		bw_conc_drop(p, &tctx->bw);
+}
+
 s32 BPF_STRUCT_OPS(schedbe_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
 	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
@@ -779,6 +697,7 @@ SCX_OPS_DEFINE(schedbe_ops,
 	       .cpu_online	= (void *)schedbe_cpu_online,
 	       .cpu_offline	= (void *)schedbe_cpu_offline,
 	       .enable		= (void *)schedbe_enable,
+	       .disable		= (void *)schedbe_disable,
 	       .init_task	= (void *)schedbe_init_task,
 	       .init		= (void *)schedbe_init,
 	       .exit		= (void *)schedbe_exit,
