@@ -20,15 +20,22 @@ enum { CONC_NO, CONC_YES, CONC_PREV };
 
 /*
  * Concurrency mode: may @p have this CPU? CONC_YES when it holds or took its
- * cgroups' tokens (or needs none). CONC_PREV when its cgroup is on its cap
- * and @pctx's task, of the same cgroup and leaving this CPU, holds the
- * token: a task waiting behind one of its cgroup that ran its slice takes
- * its turn on the same CPU, and the cap holds; the tokens are handed over
- * once @p is moved here (bw_conc_hand_over). (The leaving task has no slice
- * left here: a task that has one keeps its CPU without ops.dispatch.) A task
- * found in a queue that is no longer runnable (the iterator's view is a
- * moment old) is passed over: tokens taken for it would stay with it while
- * it sleeps.
+ * cgroups' tokens (or needs none). When its cgroup is on its cap and the
+ * task leaving this CPU (@pctx's; it has no slice left here: a task that
+ * has one keeps its CPU without ops.dispatch) holds tokens, @p takes its
+ * turn on this CPU with them:
+ *  - of the same cgroup (threads of one container): CONC_PREV, the tokens
+ *    are handed over once @p is moved here (bw_conc_hand_over), and no
+ *    other CPU can take them in between;
+ *  - of another cgroup (sibling containers with limits of their own under
+ *    a capped pod): the leaving task gives its tokens back at once and @p
+ *    takes its own. Another CPU may take a token in that instant, which is
+ *    what the tracer can then see as one CPU too many until this CPU's
+ *    switch; without it the leaving task would keep the CPU slice after
+ *    slice and its sibling would wait for a period boundary.
+ * A task found in a queue that is no longer runnable (the iterator's view
+ * is a moment old) is passed over: tokens taken for it would stay with it
+ * while it sleeps.
  */
 static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_ctx *pctx, u64 now)
 {
@@ -38,9 +45,12 @@ static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_
 		return CONC_NO;
 	if (bw_conc_take(p, &tctx->bw, now))
 		return CONC_YES;
-	if (pctx && bw_conc_may_hand_over(&tctx->bw, &pctx->bw))
+	if (!pctx || pctx->bw.tok_state != BW_TOK_HELD)
+		return CONC_NO;
+	if (bw_conc_may_hand_over(&tctx->bw, &pctx->bw))
 		return CONC_PREV;
-	return CONC_NO;
+	bw_conc_release(NULL, &pctx->bw, BW_TOK_HELD, false);
+	return bw_conc_take(p, &tctx->bw, now) ? CONC_YES : CONC_NO;
 }
 
 /*

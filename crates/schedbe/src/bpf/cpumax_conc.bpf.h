@@ -28,8 +28,8 @@ static __always_inline bool bw_conc_on(void)
 
 /*
  * Concurrency mode: give @bt's tokens back if they are in state @from. With
- * @kick, wake an idle CPU when a slot was at its cap: a task of it may be
- * queued, passed over.
+ * @kick (and @p, whose CPUs are looked at), wake an idle CPU when a slot was
+ * at its cap: a task of it may be queued, passed over.
  */
 static void bw_conc_release(struct task_struct *p, struct bw_task *bt, u32 from, bool kick)
 {
@@ -51,7 +51,7 @@ static void bw_conc_release(struct task_struct *p, struct bw_task *bt, u32 from,
 	}
 	bt->tok_nr = 0;
 	__sync_lock_test_and_set(&bt->tok_state, BW_TOK_NONE);
-	if (kick && was_full && (cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0)) >= 0)
+	if (kick && p && was_full && (cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0)) >= 0)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
