@@ -27,9 +27,10 @@ enum { CONC_NO, CONC_YES, CONC_PREV };
  *  - of the same cgroup (threads of one container): CONC_PREV, the tokens
  *    are handed over once @p is moved here (bw_conc_hand_over), and no
  *    other CPU can take them in between;
- *  - of another cgroup (sibling containers with limits of their own under
- *    a capped pod): the leaving task gives its tokens back at once and @p
- *    takes its own. Another CPU may take a token in that instant, which is
+ *  - of another cgroup of the same pod (sibling containers with limits of
+ *    their own under a capped pod): the leaving task gives its tokens back
+ *    at once and @p takes its own (for a task of another pod they would not
+ *    help, and are kept). Another CPU may take a token in that instant, which is
  *    what the tracer can then see as one CPU too many until this CPU's
  *    switch; without it the leaving task would keep the CPU slice after
  *    slice and its sibling would wait for a period boundary.
@@ -49,6 +50,8 @@ static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_
 		return CONC_NO;
 	if (bw_conc_may_hand_over(&tctx->bw, &pctx->bw))
 		return CONC_PREV;
+	if (!bw_conc_same_outer(&tctx->bw, &pctx->bw))
+		return CONC_NO;
 	bw_conc_release(NULL, &pctx->bw, BW_TOK_HELD, false);
 	return bw_conc_take(p, &tctx->bw, now) ? CONC_YES : CONC_NO;
 }

@@ -183,6 +183,19 @@ static __always_inline bool bw_conc_may_hand_over(struct bw_task *bt, struct bw_
 }
 
 /*
+ * Concurrency mode, ops.dispatch: would tokens of @pbt's task help @bt's? When
+ * both chains end in the same limited cgroup (the pod; chains list the
+ * innermost first): giving them back for a task of another pod would only
+ * open a window for another CPU, and help nobody.
+ */
+static __always_inline bool bw_conc_same_outer(struct bw_task *bt, struct bw_task *pbt)
+{
+	return bt->nr && pbt->tok_nr &&
+	       bt->slots[(bt->nr - 1) & (SCHEDBE_BW_MAX_DEPTH - 1)] ==
+	       pbt->tok_slots[(pbt->tok_nr - 1) & (SCHEDBE_BW_MAX_DEPTH - 1)];
+}
+
+/*
  * Concurrency mode, ops.dispatch: @pbt's task, leaving this CPU, hands its
  * tokens straight to @bt's task, of the same cgroup, just moved here
  * (threads of one pod taking turns on a CPU). The slots' running counts do
