@@ -267,8 +267,16 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu, slot;
 	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
 
-	/* concurrency mode: back from a local queue without having run */
-	if (tctx)
+	/*
+	 * Concurrency mode: back from a local queue without having run. Sent
+	 * back by an RT/DL takeover (SCX_ENQ_REENQ), it is off its CPU even when
+	 * the re-enqueue runs at the sched_switch tracepoint, where on_cpu is
+	 * still set: deferring to the switch would leave the tokens with a
+	 * queued task when our switch program has already run.
+	 */
+	if (tctx && (enq_flags & SCX_ENQ_REENQ))
+		bw_conc_release(p, &tctx->bw, BW_TOK_HELD, true);
+	else if (tctx)
 		bw_conc_put(p, &tctx->bw, true);
 	/* cpu.max: a task of a throttled cgroup waits for the next period */
 	if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
