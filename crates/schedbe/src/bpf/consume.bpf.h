@@ -21,9 +21,12 @@ enum { CONC_NO, CONC_YES, CONC_PREV };
 /*
  * Concurrency mode: may @p have this CPU? CONC_YES when it holds or took its
  * cgroups' tokens (or needs none). When its cgroup is on its cap and the
- * task leaving this CPU (@pctx's; it has no slice left here: a task that
- * has one keeps its CPU without ops.dispatch) holds tokens, @p takes its
- * turn on this CPU with them:
+ * task leaving this CPU (@pctx's: runnable with no slice left, as a task
+ * that has one keeps its CPU without ops.dispatch; or going to sleep, its
+ * tokens "leaving" since ops.stopping) holds tokens, @p takes its turn on
+ * this CPU with them (a server thread that finished a request hands the
+ * pod's token to the next one waiting, instead of this CPU running
+ * another pod's task and the token coming back with nobody to take it):
  *  - of the same cgroup (threads of one container): CONC_PREV, the tokens
  *    are handed over once @p is moved here (bw_conc_hand_over), and no
  *    other CPU can take them in between;
@@ -40,19 +43,26 @@ enum { CONC_NO, CONC_YES, CONC_PREV };
  */
 static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_ctx *pctx, u64 now)
 {
+	u32 st;
+
 	if (!tctx || !bw_conc_on())
 		return CONC_YES;
 	if (!(p->scx.flags & SCX_TASK_QUEUED))
 		return CONC_NO;
 	if (bw_conc_take(p, &tctx->bw, now))
 		return CONC_YES;
-	if (!pctx || pctx->bw.tok_state != BW_TOK_HELD)
+	if (!pctx)
+		return CONC_NO;
+	/* keeps the compiler from computing &pctx->bw before the NULL test (the verifier refuses it) */
+	barrier_var(pctx);
+	st = pctx->bw.tok_state;
+	if (st != BW_TOK_HELD && st != BW_TOK_LEAVING)
 		return CONC_NO;
 	if (bw_conc_may_hand_over(&tctx->bw, &pctx->bw))
 		return CONC_PREV;
 	if (!bw_conc_same_outer(&tctx->bw, &pctx->bw))
 		return CONC_NO;
-	bw_conc_release(NULL, &pctx->bw, BW_TOK_HELD, false);
+	bw_conc_release(NULL, &pctx->bw, st, false);
 	return bw_conc_take(p, &tctx->bw, now) ? CONC_YES : CONC_NO;
 }
 
@@ -61,7 +71,7 @@ static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_
  * cgroup is throttled (cpu.max), queued tasks of throttled cgroups are moved
  * to their holding queues on the way, and in concurrency mode tasks whose
  * cgroup is on its cap are passed over; otherwise this is one kfunc call.
- * @pctx: the runnable task leaving this CPU (concurrency mode), or NULL.
+ * @pctx: the task leaving this CPU (concurrency mode), or NULL.
  */
 static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
 {
@@ -106,7 +116,7 @@ static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
 
 /*
  * Take the first task of a tier from this CPU's LLC, then from any other
- * LLC. @pctx: the runnable task leaving this CPU (concurrency mode), or NULL.
+ * LLC. @pctx: the task leaving this CPU (concurrency mode), or NULL.
  */
 static bool consume_tier(u32 base, s32 cpu, struct task_ctx *pctx)
 {

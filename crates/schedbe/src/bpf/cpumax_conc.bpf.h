@@ -172,13 +172,15 @@ static bool bw_conc_take(struct task_struct *p, struct bw_task *bt, u64 now)
 
 /*
  * Concurrency mode, ops.dispatch: @bt's task could not take its tokens; may
- * the task leaving this CPU (@pbt) hand it its own? Only within one cgroup,
+ * the task leaving this CPU (@pbt: runnable, or stopped on its way to sleep,
+ * its tokens then "leaving") hand it its own? Only within one cgroup,
  * whose chain of capped slots is the one @pbt's tokens were taken for (a
  * cheap test: it runs inside ops.dispatch's queue walk).
  */
 static __always_inline bool bw_conc_may_hand_over(struct bw_task *bt, struct bw_task *pbt)
 {
-	return pbt->tok_state == BW_TOK_HELD && pbt->tok_nr && bt->nr &&
+	return (pbt->tok_state == BW_TOK_HELD || pbt->tok_state == BW_TOK_LEAVING) &&
+	       pbt->tok_nr && bt->nr &&
 	       pbt->cgid == bt->cgid && pbt->gen == bt->gen;
 }
 
@@ -207,7 +209,7 @@ static __always_inline bool bw_conc_same_outer(struct bw_task *bt, struct bw_tas
 static bool bw_conc_hand_over(struct bw_task *bt, struct bw_task *pbt)
 {
 	struct bw_state *s;
-	u32 i, n = 0, slot;
+	u32 i, n = 0, slot, st;
 
 	if (!bw_conc_may_hand_over(bt, pbt))
 		return false;
@@ -226,10 +228,13 @@ static bool bw_conc_hand_over(struct bw_task *bt, struct bw_task *pbt)
 	}
 	if (n != pbt->tok_nr)
 		return false;
-	if (__sync_val_compare_and_swap(&pbt->tok_state, BW_TOK_HELD, BW_TOK_BUSY) != BW_TOK_HELD)
+	/* HELD (runnable, leaving this CPU) or LEAVING (stopped: going to sleep) */
+	st = pbt->tok_state;
+	if ((st != BW_TOK_HELD && st != BW_TOK_LEAVING) ||
+	    __sync_val_compare_and_swap(&pbt->tok_state, st, BW_TOK_BUSY) != st)
 		return false;
 	if (__sync_val_compare_and_swap(&bt->tok_state, BW_TOK_NONE, BW_TOK_BUSY) != BW_TOK_NONE) {
-		__sync_lock_test_and_set(&pbt->tok_state, BW_TOK_HELD);
+		__sync_lock_test_and_set(&pbt->tok_state, st);
 		return false;
 	}
 	bpf_for(i, 0, SCHEDBE_BW_MAX_DEPTH) {

@@ -374,6 +374,8 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	bool prev_be = prev && is_be_task(prev);
 	struct bpf_cpumask *be;
 	struct task_ctx *pctx = prev_runnable && bw_on ? task_ctx(prev) : NULL;
+	/* concurrency mode: the leaving task, runnable or not, may hand its tokens on */
+	struct task_ctx *cctx = prev && bw_conc_on() ? task_ctx(prev) : NULL;
 	u64 now;
 
 	/*
@@ -392,7 +394,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 
 	/* local + exit: any waiting LC task, from any LLC, before BE. */
-	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu, prev_runnable ? pctx : NULL)) {
+	if (consume_tier(SCHEDBE_LC_DSQ_BASE, cpu, cctx)) {
 		STAT_ADD(lc_dispatches, 1);
 		if (prev_be && prev_runnable)
 			STAT_ADD(exit_takes, 1);
@@ -403,7 +405,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	if (prev_runnable && !prev_be && keep_prev(prev, cpu, lc_slice_ns))
 		return;
 
-	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, prev_runnable ? pctx : NULL)) {
+	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, cctx)) {
 		STAT_ADD(be_dispatches, 1);
 		return;
 	}
