@@ -227,9 +227,10 @@ def test_concurrency_mode_caps_cpus_at_once():
     quota mode, side by side, spreads the same hogs over more CPUs.
 
     Since tokens go back at the sched_switch tracepoint (cpumax_conc.bpf.h), the
-    tracer has seen 0 and 0.2 ms of a 5 s window on 3 CPUs; before, when they went
-    back in ops.stopping, 20-32 ms (docs/design.md, "Concurrency mode"). The
-    bound, 0.1% of the window, fails on that earlier code; it is not 0 because the
+    tracer has seen 0-2.5 ms of a 5 s window on 3 CPUs (2.5 in the CI run of
+    f09d803, 0 or 0.2 in six others); before, when they went back in
+    ops.stopping, 20-32 ms (docs/design.md, "Concurrency mode"). The bound, 0.2%
+    of the window (10 ms), fails on that earlier code; it is not 0 because the
     tracer's timestamps come from different vCPUs' clocks."""
     if tl.NR_CPUS < 4:
         pytest.skip(f"needs 4 CPUs to tell 2 CPUs at once from more ({tl.NR_CPUS} here)")
@@ -239,7 +240,7 @@ def test_concurrency_mode_caps_cpus_at_once():
     over = sum(at_c[3:])
     assert abs(used_c - 1.5) <= 1.5 * TOL, f"concurrency mode: {used_c:.3f} CPUs for a 1.5-CPU limit"
     assert abs(used_q - 1.5) <= 1.5 * TOL, f"quota mode: {used_q:.3f} CPUs for a 1.5-CPU limit"
-    assert over <= 0.001 * window_ms, f"concurrency mode: {over:.1f} ms of {window_ms:.0f} on more than 2 CPUs"
+    assert over <= 0.002 * window_ms, f"concurrency mode: {over:.1f} ms of {window_ms:.0f} on more than 2 CPUs"
     assert sum(at_q[3:]) > 10 * max(over, 1.0), f"quota mode did not spread: {at_q} (concurrency: {at_c})"
 
 
