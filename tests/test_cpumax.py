@@ -228,7 +228,7 @@ def test_concurrency_mode_caps_cpus_at_once():
 
     Since tokens go back at the sched_switch tracepoint (cpumax_conc.bpf.h), the
     tracer has seen 0-2.5 ms of a 5 s window on 3 CPUs (2.5 in the CI run of
-    f09d803, 0 or 0.2 in six others); before, when they went back in
+    f09d803, 0 or 0.2 in seven others); before, when they went back in
     ops.stopping, 20-32 ms (docs/design.md, "Concurrency mode"). The bound, 0.2%
     of the window (10 ms), fails on that earlier code; it is not 0 because the
     tracer's timestamps come from different vCPUs' clocks."""
