@@ -129,7 +129,7 @@ impl<'a> Scheduler<'a> {
         info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });
 
         // Concurrency mode gives a task's tokens back at the sched_switch
-        // tracepoint (cpumax.bpf.h); without that mode nothing holds tokens.
+        // tracepoint (cpumax_conc.bpf.h); without that mode nothing holds tokens.
         if !conc_mode {
             skel.progs.schedbe_conc_switch.set_autoload(false);
         }

@@ -173,15 +173,14 @@ static bool bw_conc_take(struct task_struct *p, struct bw_task *bt, u64 now)
 /*
  * Concurrency mode, ops.dispatch: @bt's task could not take its tokens; may
  * the task leaving this CPU (@pbt: runnable, or stopped on its way to sleep,
- * its tokens then "leaving") hand it its own? Only within one cgroup,
- * whose chain of capped slots is the one @pbt's tokens were taken for (a
- * cheap test: it runs inside ops.dispatch's queue walk).
+ * its tokens then "leaving") hand it the tokens it holds? Only within one
+ * cgroup, whose chain of capped slots is the one @pbt's tokens were taken
+ * for (a cheap test: it runs inside ops.dispatch's queue walk; the callers
+ * look at @pbt's state themselves).
  */
 static __always_inline bool bw_conc_may_hand_over(struct bw_task *bt, struct bw_task *pbt)
 {
-	return (pbt->tok_state == BW_TOK_HELD || pbt->tok_state == BW_TOK_LEAVING) &&
-	       pbt->tok_nr && bt->nr &&
-	       pbt->cgid == bt->cgid && pbt->gen == bt->gen;
+	return pbt->tok_nr && bt->nr && pbt->cgid == bt->cgid && pbt->gen == bt->gen;
 }
 
 /*

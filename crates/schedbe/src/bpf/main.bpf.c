@@ -374,8 +374,8 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	bool prev_be = prev && is_be_task(prev);
 	struct bpf_cpumask *be;
 	struct task_ctx *pctx = prev_runnable && bw_on ? task_ctx(prev) : NULL;
-	/* concurrency mode: the leaving task, runnable or not, may hand its tokens on */
-	struct task_ctx *cctx = prev && bw_conc_on() ? task_ctx(prev) : NULL;
+	/* concurrency mode: the leaving task, runnable or not, may hand its tokens on (pctx when runnable) */
+	struct task_ctx *cctx = prev && bw_conc_on() ? (pctx ? pctx : task_ctx(prev)) : NULL;
 	u64 now;
 
 	/*
