@@ -107,6 +107,11 @@ pub struct Cgroup {
     pub id: u64,
 }
 
+/// The id of the cgroup directory `dir` (its inode number), if it exists.
+pub fn cgroup_id(dir: &Path) -> Option<u64> {
+    fs::metadata(dir).ok().filter(|m| m.is_dir()).map(|m| m.ino())
+}
+
 /// Walk the cgroup tree under `root` (depth first, root included).
 /// Cgroups that vanish during the walk are skipped.
 pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {

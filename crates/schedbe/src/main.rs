@@ -2,6 +2,7 @@
 //!
 //! Modules, by responsibility:
 //! - `config`, `preflight`: what the user asked for, and whether the machine can do it
+//! - `lifecycle`: run until stopped, reload on the kernel's request (every policy)
 //! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
 //! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
@@ -9,7 +10,8 @@
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
-//! - `akita`: the Akita mixed-criticality policy's offline part (`schedbe akita check`)
+//! - `akita`: the Akita mixed-criticality policy (`schedbe run --policy akita`,
+//!   `schedbe akita check`)
 //! - `agent`: `schedbe agent`, the contention-aware host agent's core
 //!   (overload, per-sandbox load, hotspots; reads only, not part of `run`)
 //!
@@ -23,6 +25,7 @@ mod config;
 mod cpumax;
 mod exec;
 mod flatten;
+mod lifecycle;
 mod park;
 mod preflight;
 mod sched;
@@ -38,7 +41,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use log::info;
 
 use config::Config;
 
@@ -69,7 +71,7 @@ enum Cmd {
     /// Internal: the parking guardian `schedbe run` starts
     #[command(hide = true)]
     Guard(ThawArgs),
-    /// Akita mixed-criticality VMs: check a VM file's placement (docs/akita.md)
+    /// Akita mixed-criticality VMs: check a VM file's placement; add, remove, list VMs of the running daemon (docs/akita.md)
     #[command(subcommand)]
     Akita(akita::AkitaCmd),
     /// Report overload, per-sandbox load and hotspots of a cgroup tree (reads only; docs/serverless.md)
@@ -83,8 +85,23 @@ enum Cmd {
     },
 }
 
+/// The scheduling policies `schedbe run` offers.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    /// SCHED_BE: a global weighted-fair LC tier, BE strictly below (docs/design.md)
+    SchedBe,
+    /// Akita: mixed-criticality VMs with budgets and EDF-VD, from --vms (docs/akita.md)
+    Akita,
+}
+
 #[derive(Args, Debug)]
 struct RunArgs {
+    /// The scheduling policy
+    #[arg(long, value_enum, default_value = "sched-be")]
+    policy: Policy,
+    /// Akita: the VM file (vms.toml, docs/akita.md); required with --policy akita
+    #[arg(long, value_name = "FILE")]
+    vms: Option<PathBuf>,
     /// TOML config file (see docs/design.md); flags override it
     #[arg(long)]
     config: Option<PathBuf>,
@@ -228,7 +245,50 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
+/// The SCHED_BE options given on the command line, which no other policy takes.
+fn sched_be_flags(a: &RunArgs) -> Vec<&'static str> {
+    let set = [
+        ("--config", a.config.is_some()),
+        ("--be-cgroup", !a.be_cgroups.is_empty()),
+        ("--no-default-be-cgroups", a.no_default_be_cgroups),
+        ("--lc-slice-us", a.lc_slice_us.is_some()),
+        ("--lc-preempt-us", a.lc_preempt_us.is_some()),
+        ("--be-slice-us", a.be_slice_us.is_some()),
+        ("--starvation-limit-ms", a.starvation_limit_ms.is_some()),
+        ("--guard-slice-us", a.guard_slice_us.is_some()),
+        ("--no-park", a.no_park),
+        ("--park-after-ms", a.park_after_ms.is_some()),
+        ("--unpark-after-ms", a.unpark_after_ms.is_some()),
+        ("--state-file", a.state_file.is_some()),
+        ("--limit-mode", a.limit_mode.is_some()),
+    ];
+    set.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect()
+}
+
+fn cmd_run_akita(a: RunArgs) -> Result<i32> {
+    let given = sched_be_flags(&a);
+    if !given.is_empty() {
+        let verb = if given.len() == 1 { "applies" } else { "apply" };
+        bail!("{} {verb} to --policy sched-be only, not to --policy akita", given.join(", "));
+    }
+    let Some(file) = &a.vms else {
+        bail!("--policy akita needs --vms FILE (the VM file, docs/akita.md)");
+    };
+    let cfg = akita::config::AkitaConfig::load(file)?;
+    let out = akita::runtime::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
+    preflight::check_run()?;
+    init_log(a.verbose);
+    let socket = std::path::Path::new(akita::control::DEFAULT_SOCKET);
+    akita::runtime::run_policy(&cfg, socket, shutdown_flag()?, out)
+}
+
 fn cmd_run(a: RunArgs) -> Result<i32> {
+    if a.policy == Policy::Akita {
+        return cmd_run_akita(a);
+    }
+    if a.vms.is_some() {
+        bail!("--vms applies to --policy akita only");
+    }
     // Everything that can be checked without touching the system comes first.
     let cfg = build_config(&a)?;
     let out = sched::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
@@ -239,22 +299,11 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let _guardian = if cfg.park { Some(park::spawn_guardian(std::path::Path::new(&cfg.state_file))?) } else { None };
     let shutdown = shutdown_flag()?;
 
-    let mut open_object = MaybeUninit::uninit();
-    loop {
+    lifecycle::run_until_stopped(&shutdown.clone(), || {
+        let mut open_object = MaybeUninit::uninit();
         let mut s = sched::Scheduler::init(&cfg, &mut open_object)?;
-        let uei = s.run(shutdown.clone(), out)?;
-        drop(s);
-        if shutdown.load(Ordering::Relaxed) {
-            info!("unloaded; the kernel is back on its default scheduler");
-            return Ok(0);
-        }
-        if uei.should_restart() {
-            info!("the kernel asked for a restart; reloading");
-            continue;
-        }
-        // The BPF side exited on its own: uei_report! has printed the kernel's reason.
-        bail!("the scheduler was unloaded by the kernel (see the reason above); tasks are back on the default scheduler");
-    }
+        s.run(shutdown.clone(), out)
+    })
 }
 
 fn real_main() -> Result<i32> {

@@ -236,7 +236,7 @@ fn vm_cpus(s: &str, avail: &[u32]) -> Result<Vec<u32>> {
 
 /// Names are how the API and reports refer to VMs; a cgroup says which
 /// tasks are whose, so one cgroup cannot hold two VMs, not even nested.
-fn check_unique(vms: &[VmSpec]) -> Result<()> {
+pub fn check_unique(vms: &[VmSpec]) -> Result<()> {
     for (i, a) in vms.iter().enumerate() {
         for b in &vms[..i] {
             if a.name == b.name {

@@ -17,7 +17,7 @@
  *    period boundary releases them;
  *  - overrun: a limited task starts with its slice cut to the runtime its
  *    cgroups have left, and because sched_ext checks slices only at ticks, a
- *    per-CPU timer preempts it when that runtime ends (bw_expire_fn). What
+ *    per-CPU timer preempts it when that runtime ends (slice_expiry.bpf.h). What
  *    still overruns (usage is charged at ticks and stops) is paid from the
  *    next periods, as CFS's runtime_remaining goes negative, so the long-run
  *    rate is exact. Debt beyond BW_MAX_THROTTLE_NS of throttling is forgiven,
@@ -74,6 +74,7 @@
 #define __SCHEDBE_CPUMAX_BPF_H
 
 #include "task_state.bpf.h"
+#include "slice_expiry.bpf.h"
 
 /* Debt that would throttle longer than this is forgiven (the watchdog's limit is 30 s). */
 #define BW_MAX_THROTTLE_NS	(10000ULL * 1000 * 1000)
@@ -119,19 +120,6 @@ struct bw_state {
 	s32 cap;		/* concurrency mode: ceil(quota / period) tokens; 0: no cap */
 	s32 running;		/* concurrency mode: tokens held */
 };
-
-/* Per CPU: preempts a limited task when its cgroups' runtime ends. */
-struct bw_expiry {
-	struct bpf_timer timer;
-	s32 pid;		/* the task it is armed for */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SCHEDBE_MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct bw_expiry);
-} bw_expiry SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -417,32 +405,6 @@ static u64 bw_runtime_left(struct task_struct *p, struct bw_task *bt, u64 now)
 	return left;
 }
 
-/* The expiry timer: preempt the task it was armed for if that task still runs here. */
-static int bw_expire_fn(void *map, int *key, struct bw_expiry *e)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-
-	/* pinned: the timer runs on the CPU it was armed on, current is what runs there */
-	if (cur && cur->pid == e->pid)
-		scx_bpf_kick_cpu(*key, SCX_KICK_PREEMPT);
-	return 0;
-}
-
-/*
- * ops.running: @p, limited, starts with a slice of @slice_ns cut to its
- * runtime; make sure it stops then, not at the next tick.
- */
-static void bw_arm_expiry(struct task_struct *p, s32 cpu, u64 slice_ns)
-{
-	struct bw_expiry *e;
-	u32 key = cpu;
-
-	if (!(e = bpf_map_lookup_elem(&bw_expiry, &key)))
-		return;
-	e->pid = p->pid;
-	bpf_timer_start(&e->timer, slice_ns, BPF_F_TIMER_CPU_PIN);
-}
-
 /* ops.enqueue: hold @p, whose cgroup @slot is throttled, until the slot's timer releases it. */
 static void bw_hold(struct task_struct *p, s32 slot, u64 enq_flags, u64 now)
 {
@@ -504,22 +466,13 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 /* ops.init: one holding queue and one timer per slot, one expiry timer per CPU. */
 static s32 bw_init(void)
 {
-	struct bw_expiry *e;
 	struct bw_state *s;
 	u32 i;
 	s32 err;
 
-	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
-		if (i >= SCHEDBE_MAX_CPUS || !(e = bpf_map_lookup_elem(&bw_expiry, &i)))
-			break;
-		err = bpf_timer_init(&e->timer, &bw_expiry, CLOCK_MONOTONIC);
-		if (!err)
-			err = bpf_timer_set_callback(&e->timer, bw_expire_fn);
-		if (err) {
-			scx_bpf_error("failed to set up cpu.max expiry timer %u: %d", i, err);
-			return err;
-		}
-	}
+	err = slice_expiry_init();
+	if (err)
+		return err;
 
 	bpf_for(i, 0, SCHEDBE_BW_MAX_SLOTS) {
 		err = scx_bpf_create_dsq(bw_dsq(i), -1);

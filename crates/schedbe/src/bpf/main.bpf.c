@@ -339,7 +339,7 @@ static void fit_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64
 	}
 	left = left > BW_MIN_SLICE_NS ? left : BW_MIN_SLICE_NS;
 	scx_bpf_task_set_slice(p, left);
-	bw_arm_expiry(p, cpu, left);
+	slice_expiry_arm(p, cpu, left);
 }
 
 /*

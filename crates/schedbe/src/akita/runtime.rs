@@ -1,0 +1,533 @@
+//! `schedbe run --policy akita`: load akita.bpf.c, place the VMs of
+//! vms.toml first-fit, keep the BPF maps in step with the VMs' cgroups, print
+//! per-VM and per-CPU stats, and unload cleanly.
+//!
+//! A VM whose cgroup does not exist (yet, or any more) keeps its placement:
+//! its vCPUs stay reserved, no task is on them, and when the cgroup appears
+//! its tasks go on them within one rescan.
+
+use std::collections::{BTreeMap, HashMap};
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, Topology, UserExitInfo};
+
+use super::bpf::intf;
+use super::bpf::*;
+use super::config::{self, AkitaConfig, Vcpus, VmSpec};
+use super::control::{self, Reply, Request};
+use super::placement::{Placement, VmRequest};
+use super::report::{self, Snapshot};
+use super::servers::{self, Ids, ServerConf, MAX_PER_CPU};
+use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
+
+/// How often VM cgroups (and BE cgroups) are looked for.
+const RESCAN: Duration = Duration::from_millis(500);
+/// A removed server's queue is drained only after this (a wakeup that read it valid has inserted by then).
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// How soon SIGINT/SIGTERM or the kernel ejecting the scheduler is noticed.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(250);
+
+/// How `schedbe run --policy akita` prints stats.
+#[derive(Debug, Clone, Copy)]
+pub struct StatsOut {
+    pub interval: Option<Duration>,
+    pub json: bool,
+}
+
+/// An admitted VM.
+struct Vm {
+    spec: VmSpec,
+    vcpus: u32,
+    base: u32,
+    /// Whether its cgroup was there at the last rescan (for the log).
+    present: Option<bool>,
+}
+
+pub struct Runtime<'a> {
+    skel: AkitaSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    cfg: AkitaConfig,
+    placement: Placement,
+    ids: Ids,
+    /// Admitted VMs by index (the index the BPF side counts them under);
+    /// a removed VM leaves a hole, so the others keep their index.
+    vms: Vec<Option<Vm>>,
+    /// Servers of removed VMs whose queues may still hold tasks: (id, when
+    /// removed). They stay on their CPU's list, invalid, until the BPF side
+    /// has seen their queue empty (akita_server_run.queued) after a grace time.
+    draining: Vec<(u32, Instant)>,
+    /// The CPU of each draining server.
+    drain_cpu: HashMap<u32, u32>,
+    /// Calls from the control socket.
+    control: Option<crossbeam::channel::Receiver<control::Call>>,
+    /// The server parameters last written, by server id.
+    written: BTreeMap<u32, ServerConf>,
+    /// The servers of each CPU last written.
+    cpu_servers: BTreeMap<u32, Vec<u32>>,
+    next_gen: u32,
+    gens: HashMap<u32, u32>,
+    /// vm_cgrps as last written: cgroup id -> (base, nr).
+    cgrps: HashMap<u64, (u32, u32)>,
+    rules: BeRules,
+    be_ids: IdSet,
+    started: Instant,
+    nr_cpus: u32,
+    socket: std::path::PathBuf,
+}
+
+/// Plain-data BPF struct as the bytes a map update takes.
+fn bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is a bindgen repr(C) struct of integers, built from zeroed memory.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
+/// A map value as a plain-data BPF struct; None if too short.
+pub(super) fn read<T: Copy>(v: &[u8]) -> Option<T> {
+    (v.len() >= std::mem::size_of::<T>())
+        // SAFETY: T is plain integers, any bit pattern is valid; the slice is long enough.
+        .then(|| unsafe { std::ptr::read_unaligned(v.as_ptr() as *const T) })
+}
+
+/// Place a VM first-fit and give it server ids, or say why not (the
+/// EDF-VD test's numbers on every CPU tried); nothing changes on refusal.
+fn admit(placement: &mut Placement, ids: &mut Ids, spec: &VmSpec) -> Result<Vm, String> {
+    let Vcpus::Count(n) = spec.vcpus else {
+        return Err(format!("vm {:?} refused: vcpus = \"threads\" is not supported at run time", spec.name));
+    };
+    let req = VmRequest { name: &spec.name, server: spec.server, vcpus: n, cpus: spec.cpus.as_deref() };
+    let cpus = placement.add_vm(&req).map_err(|e| e.to_string())?;
+    if let Some(s) = placement.slots().iter().find(|s| s.vcpus.len() > MAX_PER_CPU) {
+        let cpu = s.cpu;
+        placement.remove_vm(&spec.name);
+        return Err(format!("vm {:?} refused: CPU {cpu} would have more than {MAX_PER_CPU} vCPUs", spec.name));
+    }
+    let Some(base) = ids.alloc(n as usize) else {
+        placement.remove_vm(&spec.name);
+        return Err(format!("vm {:?} refused: more than {} vCPUs in all", spec.name, servers::MAX_SERVERS));
+    };
+    info!("vm {:?} ({}, /{}): vCPUs on CPUs {:?}", spec.name, spec.server.crit(), spec.cgroup, cpus);
+    Ok(Vm { spec: spec.clone(), vcpus: n, base, present: None })
+}
+
+fn check_supported(cfg: &AkitaConfig, online: &[u32]) -> Result<()> {
+    if let Some(vm) = cfg.vms.iter().find(|v| v.vcpus == Vcpus::Threads) {
+        bail!(
+            "vm {:?}: vcpus = \"threads\" is not supported by `schedbe run --policy akita` yet; give it a number of vCPUs",
+            vm.name
+        );
+    }
+    let missing: Vec<u32> = cfg.cpus.iter().copied().filter(|c| !online.contains(c)).collect();
+    if !missing.is_empty() {
+        bail!("cpus lists CPUs this machine does not have: {:?} (it has {})", missing, super::cpus::format(online));
+    }
+    Ok(())
+}
+
+impl<'a> Runtime<'a> {
+    pub fn init(cfg: &AkitaConfig, socket: &Path, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let topo = Topology::new().context("cannot read the CPU topology")?;
+        let online: Vec<u32> = topo.all_cpus.keys().map(|c| *c as u32).collect();
+        check_supported(cfg, &online)?;
+
+        // Admission first: nothing is loaded for a file whose VMs fit nowhere.
+        let mut placement = Placement::new(&cfg.cpus);
+        let mut ids = Ids::default();
+        let mut vms = Vec::new();
+        for spec in &cfg.vms {
+            match admit(&mut placement, &mut ids, spec) {
+                Ok(vm) => vms.push(Some(vm)),
+                Err(e) => warn!("{e}; its tasks run as host tasks"),
+            }
+        }
+        info!("idle CPUs (no vCPU placed): {}", super::cpus::format(&placement.idle_cpus()));
+
+        scx_utils::try_set_rlimit_infinity();
+        let builder = AkitaSkelBuilder::default();
+        let mut skel = scx_ops_open!(builder, open_object, akita_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+        let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
+        rodata.initial_temperature = cfg.initial_temperature;
+        let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
+        rodata.tier_idle_cached = set_idle;
+        if !set_idle {
+            skel.struct_ops.akita_ops_mut().cgroup_set_idle = std::ptr::null_mut();
+            skel.progs.akita_cgroup_set_idle.set_autoload(false);
+        }
+        let skel = scx_ops_load!(skel, akita_ops, uei)?;
+
+        let mut rt = Self {
+            skel,
+            link: None,
+            cfg: cfg.clone(),
+            placement,
+            ids,
+            vms,
+            draining: Vec::new(),
+            drain_cpu: HashMap::new(),
+            control: None,
+            written: BTreeMap::new(),
+            cpu_servers: BTreeMap::new(),
+            next_gen: 1,
+            gens: HashMap::new(),
+            cgrps: HashMap::new(),
+            rules: BeRules::defaults(),
+            be_ids: IdSet::default(),
+            started: Instant::now(),
+            nr_cpus: online.iter().max().map_or(1, |m| m + 1),
+            socket: socket.to_path_buf(),
+        };
+        // Servers and cgroups before attaching: tasks are on their vCPUs from the first decision.
+        rt.sync_servers()?;
+        rt.rescan().context("initial cgroup scan failed")?;
+        rt.link = Some(scx_ops_attach!(rt.skel, akita_ops)?);
+        rt.control = Some(control::listen(socket).context("cannot open the control socket")?);
+        info!("control socket: {} (schedbe akita add|remove|list)", socket.display());
+        info!("akita policy enabled: {} VMs on CPUs {}", rt.vms.iter().flatten().count(), super::cpus::format(&rt.cfg.cpus));
+        Ok(rt)
+    }
+
+    /// The VM table's names and id ranges, for servers::plan.
+    fn bases(&self) -> BTreeMap<String, (u32, u32)> {
+        (0u32..).zip(&self.vms).filter_map(|(i, v)| v.as_ref().map(|v| (v.spec.name.clone(), (v.base, i)))).collect()
+    }
+
+    /// Write every server whose parameters changed (a new generation resets
+    /// its state on the BPF side), invalidate removed ones, and the CPUs' lists.
+    fn sync_servers(&mut self) -> Result<()> {
+        let (plan, per_cpu) = servers::plan(&self.placement, &self.bases());
+        for (&sid, conf) in &plan {
+            if self.written.get(&sid) == Some(conf) {
+                continue;
+            }
+            // Same server, new deadline (x moved): keep its generation, so its period runs on.
+            let same = self.written.get(&sid).is_some_and(|w| w.cpu == conf.cpu && w.budget_ns == conf.budget_ns && w.period_ns == conf.period_ns);
+            let gen = match (same, self.gens.get(&sid)) {
+                (true, Some(&g)) => g,
+                _ => {
+                    self.next_gen = self.next_gen.wrapping_add(1).max(1);
+                    self.next_gen
+                }
+            };
+            self.gens.insert(sid, gen);
+            self.write_server(sid, conf, gen)?;
+        }
+        let gone: Vec<u32> = self.written.keys().copied().filter(|s| !plan.contains_key(s)).collect();
+        for sid in gone {
+            // Invalid from now on, but still on its CPU's list, where ops.dispatch
+            // runs whatever its queue still holds as host tasks.
+            let cpu = self.written[&sid].cpu;
+            let mut c = self.written[&sid];
+            c.budget_ns = 0;
+            self.write_server_raw(sid, &c, 0, false)?;
+            self.gens.remove(&sid);
+            self.drain_cpu.insert(sid, cpu);
+            self.draining.push((sid, Instant::now()));
+        }
+        for &cpu in &self.cfg.cpus {
+            let mut list = per_cpu.get(&cpu).cloned().unwrap_or_default();
+            list.extend(self.draining.iter().filter(|d| self.drain_cpu.get(&d.0) == Some(&cpu)).map(|d| d.0));
+            if self.cpu_servers.get(&cpu) == Some(&list) {
+                continue;
+            }
+            // SAFETY: all-zero is a valid akita_cpu_conf.
+            let mut cc: intf::akita_cpu_conf = unsafe { std::mem::zeroed() };
+            cc.nr = list.len().min(MAX_PER_CPU) as u32;
+            for (slot, sid) in cc.servers.iter_mut().zip(&list) {
+                *slot = *sid as u16;
+            }
+            self.skel.maps.akita_cpus.update(&cpu.to_ne_bytes(), bytes(&cc), MapFlags::ANY).context("cannot update akita_cpus")?;
+            self.cpu_servers.insert(cpu, list);
+        }
+        self.written = plan;
+        Ok(())
+    }
+
+    fn write_server(&mut self, sid: u32, conf: &ServerConf, gen: u32) -> Result<()> {
+        self.write_server_raw(sid, conf, gen, true)
+    }
+
+    fn write_server_raw(&mut self, sid: u32, s: &ServerConf, gen: u32, valid: bool) -> Result<()> {
+        // SAFETY: all-zero is a valid akita_server_conf.
+        let mut c: intf::akita_server_conf = unsafe { std::mem::zeroed() };
+        c.budget_ns = s.budget_ns;
+        c.c_opt_ns = s.c_opt_ns;
+        c.period_ns = s.period_ns;
+        c.rel_deadline_ns = s.rel_deadline_ns;
+        c.cpu = s.cpu;
+        c.vm = s.vm;
+        c.gen_ = gen;
+        c.hi = u8::from(s.hi);
+        c.valid = u8::from(valid);
+        self.skel.maps.akita_servers.update(&sid.to_ne_bytes(), bytes(&c), MapFlags::ANY).context("cannot update akita_servers")
+    }
+
+    /// The vm_cgrps entries the VMs' cgroups call for now: a VM's libvirt
+    /// `vcpuK` sub-cgroups if it has any (one server each; its other
+    /// threads, such as QEMU's emulator threads, are host tasks), otherwise
+    /// its cgroup, whose thread tid goes on server base + tid % vcpus.
+    fn wanted_cgrps(&mut self) -> HashMap<u64, (u32, u32)> {
+        let root = Path::new(CGROUP_ROOT);
+        let mut want = HashMap::new();
+        for vm in self.vms.iter_mut().flatten() {
+            let dir = root.join(&vm.spec.cgroup);
+            let Some(id) = schedbe_cgroup::cgroup_id(&dir) else {
+                if vm.present != Some(false) {
+                    warn!("vm {:?}: cgroup /{} does not exist; its vCPUs stay reserved until it does", vm.spec.name, vm.spec.cgroup);
+                }
+                vm.present = Some(false);
+                continue;
+            };
+            if vm.present != Some(true) {
+                info!("vm {:?}: cgroup /{} found", vm.spec.name, vm.spec.cgroup);
+            }
+            vm.present = Some(true);
+            let mut per_vcpu = Vec::new();
+            for k in 0..vm.vcpus {
+                let sub = ["libvirt/vcpu", "vcpu"].iter().find_map(|p| schedbe_cgroup::cgroup_id(&dir.join(format!("{p}{k}"))));
+                if let Some(sub) = sub {
+                    per_vcpu.push((sub, (vm.base + k, 1)));
+                }
+            }
+            if per_vcpu.is_empty() {
+                want.insert(id, (vm.base, vm.vcpus));
+            } else {
+                want.extend(per_vcpu);
+            }
+        }
+        want
+    }
+
+    /// Bring vm_cgrps and be_cgroups in step with the cgroup tree.
+    fn rescan(&mut self) -> Result<()> {
+        let want = self.wanted_cgrps();
+        let mut changed = false;
+        for (id, v) in &want {
+            if self.cgrps.get(id) != Some(v) {
+                let e = intf::akita_vm_cgrp { base: v.0, nr: v.1 };
+                self.skel.maps.vm_cgrps.update(&id.to_ne_bytes(), bytes(&e), MapFlags::ANY).context("cannot update vm_cgrps")?;
+                changed = true;
+            }
+        }
+        for id in self.cgrps.keys().filter(|id| !want.contains_key(id)) {
+            let _ = self.skel.maps.vm_cgrps.delete(&id.to_ne_bytes());
+            changed = true;
+        }
+        self.cgrps = want;
+
+        let all = schedbe_cgroup::walk(Path::new(CGROUP_ROOT))?;
+        let found: Vec<u64> = schedbe_cgroup::be_matches(&all, &self.rules).map(|c| c.id).collect();
+        let (add, del) = self.be_ids.update(found);
+        for id in &add {
+            self.skel.maps.be_cgroups.update(&id.to_ne_bytes(), &[1u8], MapFlags::ANY).context("cannot update be_cgroups")?;
+        }
+        for id in &del {
+            let _ = self.skel.maps.be_cgroups.delete(&id.to_ne_bytes());
+        }
+        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+        if !add.is_empty() || !del.is_empty() {
+            bss.tier_gen = bss.tier_gen.wrapping_add(1);
+        }
+        if changed {
+            bss.akita_gen = bss.akita_gen.wrapping_add(1);
+        }
+        Ok(())
+    }
+
+    /// Every server's and CPU's counters now.
+    fn snapshot(&self) -> Snapshot {
+        let mut servers = BTreeMap::new();
+        for &sid in self.written.keys() {
+            if let Ok(Some(v)) = self.skel.maps.akita_srun.lookup(&sid.to_ne_bytes(), MapFlags::ANY) {
+                if let Some(r) = read::<intf::akita_server_run>(&v) {
+                    servers.insert(sid, r);
+                }
+            }
+        }
+        let mut cpus = BTreeMap::new();
+        for c in 0..self.nr_cpus {
+            if let Ok(Some(v)) = self.skel.maps.akita_crun.lookup(&c.to_ne_bytes(), MapFlags::ANY) {
+                if let Some(r) = read::<intf::akita_cpu_run>(&v) {
+                    cpus.insert(c, r);
+                }
+            }
+        }
+        Snapshot { at: Instant::now(), mono_ns: report::monotonic_ns(), servers, cpus }
+    }
+
+    fn vm_table(&self) -> Vec<report::VmInfo> {
+        self.vms
+            .iter()
+            .flatten()
+            .map(|v| report::VmInfo {
+                name: v.spec.name.clone(),
+                crit: v.spec.server.crit(),
+                servers: (v.base..v.base + v.vcpus).collect(),
+                server: v.spec.server,
+            })
+            .collect()
+    }
+
+    /// `schedbe akita add`: admit the `[[vm]]` tables of `toml`, all or none.
+    fn add(&mut self, toml: &str) -> Result<String> {
+        let text = format!("cpus = \"{}\"\ninitial_temperature = {}\n{toml}", super::cpus::format(&self.cfg.cpus), self.cfg.initial_temperature);
+        let new = AkitaConfig::parse(&text).context("invalid VM description")?.vms;
+        if new.is_empty() {
+            bail!("no [[vm]] table in the request");
+        }
+        let mut all: Vec<VmSpec> = self.vms.iter().flatten().map(|v| v.spec.clone()).collect();
+        all.extend(new.iter().cloned());
+        config::check_unique(&all)?;
+        let (mut placement, mut ids) = (self.placement.clone(), self.ids.clone());
+        let mut admitted = Vec::new();
+        for spec in &new {
+            admitted.push(admit(&mut placement, &mut ids, spec).map_err(|e| anyhow::anyhow!(e))?);
+        }
+        let mut msg = Vec::new();
+        for vm in &admitted {
+            let cpus = placement.vm_cpus(&vm.spec.name).unwrap_or_default();
+            msg.push(format!("vm {:?} admitted: vCPUs on CPUs {:?}", vm.spec.name, cpus));
+        }
+        self.placement = placement;
+        self.ids = ids;
+        self.vms.extend(admitted.into_iter().map(Some));
+        self.sync_servers()?;
+        self.rescan()?;
+        Ok(msg.join("\n"))
+    }
+
+    /// `schedbe akita remove`: its tasks become host tasks; the others stay where they are.
+    fn remove(&mut self, name: &str) -> Result<String> {
+        let Some(i) = self.vms.iter().position(|v| v.as_ref().is_some_and(|v| v.spec.name == name)) else {
+            bail!("no VM named {name:?}");
+        };
+        self.placement.remove_vm(name);
+        self.vms[i] = None;
+        self.rescan()?;
+        self.sync_servers()?;
+        Ok(format!("vm {name:?} removed; its tasks run as host tasks"))
+    }
+
+    fn list(&self) -> String {
+        let mut out = Vec::new();
+        for v in self.vms.iter().flatten() {
+            let cpus = self.placement.vm_cpus(&v.spec.name).unwrap_or_default();
+            out.push(format!("{} {} /{} vcpus={} cpus={:?}", v.spec.name, v.spec.server.crit(), v.spec.cgroup, v.vcpus, cpus));
+        }
+        if out.is_empty() {
+            "no VMs".to_string()
+        } else {
+            out.join("\n")
+        }
+    }
+
+    fn answer(&mut self, req: Request) -> Reply {
+        let r = match req {
+            Request::Add { toml } => self.add(&toml),
+            Request::Remove { name } => self.remove(&name),
+            Request::List => Ok(self.list()),
+        };
+        match r {
+            Ok(message) => Reply { ok: true, message },
+            Err(e) => Reply { ok: false, message: format!("{e:#}") },
+        }
+    }
+
+    /// Drop removed servers whose queues the BPF side has seen empty, and free their ids.
+    fn drain(&mut self) -> Result<()> {
+        let mut done = Vec::new();
+        for &(sid, since) in &self.draining {
+            if since.elapsed() < DRAIN_GRACE {
+                continue;
+            }
+            let queued = self
+                .skel
+                .maps
+                .akita_srun
+                .lookup(&sid.to_ne_bytes(), MapFlags::ANY)
+                .ok()
+                .flatten()
+                .and_then(|v| read::<intf::akita_server_run>(&v))
+                .map_or(0, |r| r.queued);
+            if queued == 0 {
+                done.push(sid);
+            }
+        }
+        if done.is_empty() {
+            return Ok(());
+        }
+        self.draining.retain(|d| !done.contains(&d.0));
+        for sid in done {
+            self.drain_cpu.remove(&sid);
+            self.written.remove(&sid);
+            self.ids.free(sid, 1);
+        }
+        // rewrite the CPU lists without them
+        self.cpu_servers.clear();
+        self.sync_servers()
+    }
+
+    /// Run until `shutdown` or until the kernel ejects the scheduler.
+    pub fn run(&mut self, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<UserExitInfo> {
+        let mut table = self.vm_table();
+        let mut next_rescan = Instant::now() + RESCAN;
+        let mut next_stats = out.interval.map(|i| Instant::now() + i);
+        let mut prev = self.snapshot();
+        let mut rows = 0u64;
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            let now = Instant::now();
+            if now >= next_rescan {
+                if let Err(e) = self.rescan() {
+                    warn!("cgroup rescan failed: {e:#}");
+                }
+                if let Err(e) = self.drain() {
+                    warn!("draining removed servers failed: {e:#}");
+                }
+                next_rescan = now + RESCAN;
+            }
+            if let (Some(t), Some(intv)) = (next_stats, out.interval) {
+                if now >= t {
+                    let cur = self.snapshot();
+                    let r = report::Report::between(&table, &prev, &cur, self.started);
+                    if out.json {
+                        println!("{}", serde_json::to_string(&r)?);
+                    } else {
+                        print!("{}", r.render(rows == 0));
+                    }
+                    rows += 1;
+                    prev = cur;
+                    next_stats = Some(t + intv);
+                }
+            }
+            let due = [Some(next_rescan), next_stats].into_iter().flatten().min().unwrap_or(now);
+            let wait = due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL);
+            match self.control.as_ref().map(|c| c.recv_timeout(wait)) {
+                Some(Ok(call)) => {
+                    let reply = self.answer(call.req);
+                    info!("control: {}", reply.message.replace('\n', "; "));
+                    let _ = call.reply.send(reply);
+                    table = self.vm_table();
+                }
+                Some(Err(_)) => {}
+                None => std::thread::sleep(wait),
+            }
+        }
+        let _ = self.link.take();
+        let _ = std::fs::remove_file(&self.socket);
+        uei_report!(&self.skel, uei)
+    }
+}
+
+/// `schedbe run --policy akita`: load, run until a signal, reload when the kernel asks.
+pub fn run_policy(cfg: &AkitaConfig, socket: &Path, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<i32> {
+    crate::lifecycle::run_until_stopped(&shutdown.clone(), || {
+        let mut open_object = MaybeUninit::uninit();
+        let mut rt = Runtime::init(cfg, socket, &mut open_object)?;
+        rt.run(shutdown.clone(), out)
+    })
+}

@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Akita (shared/papers/004) on sched_ext: mixed-criticality VMs as periodic
+ * servers, EDF-VD per CPU, mode switches and temperatures (section 3).
+ *
+ * A VM is a cgroup; each of its vCPUs is a periodic server with a budget and
+ * a period T, placed on one CPU by userspace (first-fit under the EDF-VD
+ * test, akita/placement.rs). A vCPU's tasks are its threads: those of a
+ * libvirt vcpuK sub-cgroup, or thread tid of the VM cgroup on server
+ * tid % vcpus (vm_cgrps). Every other task is a host task, or BE by the
+ * shared tier rules (tier.bpf.h).
+ *
+ * What a CPU runs, best first (enum AKITA_RANK_*):
+ *   1. active vCPUs placed on it, earliest deadline first; in HI mode the
+ *      active HI vCPUs before the active LO ones;
+ *   2. host tasks (one global queue, weighted virtual time);
+ *   3. inactive vCPUs placed on it (out of budget), least recently run
+ *      first: the policy is work conserving;
+ *   4. BE tasks (one global FIFO queue).
+ *
+ * Invariants:
+ *  budgets:  a server runs as active for at most its budget per period
+ *            (C_pes for HI, C_opt for LO, section 3.2); its slice is cut to
+ *            what is left and a per-CPU timer ends it on time
+ *            (slice_expiry.bpf.h). Budgets refill on a fixed grid of
+ *            periods; the deadline of a period is its start + x*T (HI) or
+ *            + T (LO), x being the CPU's EDF-VD factor (equation 5).
+ *  mode:     a CPU enters HI mode when a HI vCPU has used C_opt in the
+ *            period and is still runnable (its slice is cut at C_opt in LO
+ *            mode, so this is seen at once), and returns to LO mode when no
+ *            HI vCPU on it is warm. Needing C_pes sets a vCPU's temperature
+ *            to initial_temperature; each period that ends without it
+ *            cools it by one (section 3.3).
+ *  pinning:  a vCPU runs only on its CPU. A task whose affinity excludes
+ *            that CPU is scheduled as a host task.
+ *  host:     tasks in no VM run before any vCPU out of budget, so the
+ *            host gets at least the CPU time the budgets leave, and a VM
+ *            gets at least its budget whatever the host does.
+ *  BE:       below everything; a BE task queued longer than
+ *            starvation_limit_ns gets one guard slice, and so does a host
+ *            task when a CPU has served none for that long (one pinned
+ *            there may wait for nothing else), so the sched_ext watchdog
+ *            never fires (a vCPU waits at most one period, capped at 10 s).
+ *            A per-CPU kernel thread goes to the head of its CPU's local
+ *            queue: it runs when the current slice ends.
+ *  activation: a vCPU whose budget refills while a lower rank runs on its
+ *            CPU preempts it at the period boundary: that CPU's running
+ *            slice is cut to the earliest boundary of a queued inactive
+ *            server (next_event), and a server queued later kicks it.
+ *
+ * Who writes what: userspace writes akita_servers (per server), akita_cpus
+ * (the servers of each CPU) and vm_cgrps, and bumps akita_gen after any
+ * change; BPF writes akita_srun and akita_crun, each only from the CPU the
+ * state belongs to (a server's state from its CPU), so they need no locks.
+ * Enqueue on another CPU only reads them, to decide whether to kick.
+ *
+ * Shared with the SCHED_BE policy: tier_cache.bpf.h (BE rules),
+ * task_state.bpf.h (dying and freezing tasks run), slice_expiry.bpf.h.
+ * This policy's own part: akita_server.bpf.h (budgets, periods, modes, and
+ * the server a CPU runs next).
+ * Not here (docs/akita.md): cpu.max, parking, RT-takeover evacuation, LO
+ * vCPUs borrowing other idle CPUs.
+ */
+#include <scx/common.bpf.h>
+#include "akita_intf.h"
+#include "tier_cache.bpf.h"
+#include "task_state.bpf.h"
+#include "slice_expiry.bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+/* Tunables, set by userspace before load. */
+const volatile u64 host_slice_ns = 5ULL * 1000 * 1000;
+const volatile u64 inactive_slice_ns = 5ULL * 1000 * 1000;
+const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
+const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
+const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
+const volatile u32 initial_temperature = 5;
+
+/* No slice is cut below this: a shorter one costs more in switching than it serves. */
+#define AKITA_MIN_SLICE_NS	(50ULL * 1000)
+
+/* Bumped by userspace after it changes servers or vm_cgrps: tasks are reclassified. */
+u64 akita_gen;
+
+static u64 host_vtime_now;
+
+enum { KIND_HOST = 0, KIND_VCPU = 1, KIND_BE = 2 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AKITA_MAX_SERVERS);
+	__type(key, u32);
+	__type(value, struct akita_server_conf);
+} akita_servers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AKITA_MAX_SERVERS);
+	__type(key, u32);
+	__type(value, struct akita_server_run);
+} akita_srun SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AKITA_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct akita_cpu_conf);
+} akita_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AKITA_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct akita_cpu_run);
+} akita_crun SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u64);	/* cgroup id */
+	__type(value, struct akita_vm_cgrp);
+} vm_cgrps SEC(".maps");
+
+struct task_ctx {
+	u64 run_start;		/* start of the stint being charged */
+	u64 wake_at;		/* ops.runnable: CPU access latency starts */
+	u64 enq_at;		/* BE: when queued (starvation guard) */
+	u64 cls_gen;		/* akita_gen the server was looked up at */
+	u64 cls_cgrp;		/* the task's cgroup then (pointer as a number) */
+	s32 server;		/* its server by vm_cgrps; -1: in no VM */
+	u8 kind;		/* KIND_*, as of the last classification */
+	struct tier_memo memo;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static __always_inline struct akita_server_conf *sconf(s32 sid)
+{
+	u32 k = sid;
+	return bpf_map_lookup_elem(&akita_servers, &k);
+}
+
+static __always_inline struct akita_server_run *srun(s32 sid)
+{
+	u32 k = sid;
+	return bpf_map_lookup_elem(&akita_srun, &k);
+}
+
+static __always_inline struct akita_cpu_run *crun(s32 cpu)
+{
+	u32 k = cpu;
+	return bpf_map_lookup_elem(&akita_crun, &k);
+}
+
+static __always_inline u64 server_dsq(s32 sid) { return AKITA_SERVER_DSQ_BASE + sid; }
+
+/*
+ * The server @p's cgroup puts it on: the deepest ancestor-or-self in
+ * vm_cgrps (a libvirt vcpuK cgroup lies below its VM's cgroup). -1: none.
+ */
+static s32 vm_server_of(struct task_struct *p)
+{
+	struct cgroup *cgrp, *anc;
+	struct akita_vm_cgrp *v;
+	int level, i;
+	u64 id;
+
+	cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	if (!cgrp)
+		return -1;
+	level = BPF_CORE_READ(cgrp, level);
+	bpf_for(i, 0, SCHEDBE_MAX_CGRP_DEPTH) {
+		if (level - i < 1)
+			break;
+		anc = NULL;
+		if (bpf_probe_read_kernel(&anc, sizeof(anc), &cgrp->ancestors[level - i]) || !anc)
+			break;
+		id = BPF_CORE_READ(anc, kn, id);
+		v = bpf_map_lookup_elem(&vm_cgrps, &id);
+		if (v)
+			return v->base + (v->nr > 1 ? (u32)p->pid % v->nr : 0);
+	}
+	return -1;
+}
+
+/*
+ * KIND_BE by the shared rules (unless it must run: dying, freezing);
+ * KIND_VCPU if its VM's server is valid and it may run on the server's
+ * CPU; otherwise KIND_HOST. The VM lookup is remembered until the task
+ * changes cgroup or userspace bumps akita_gen; affinity is read live.
+ */
+static u8 classify(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct akita_server_conf *c;
+	u64 gen, cg;
+	u8 kind = KIND_HOST;
+
+	if (tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p)) {
+		kind = KIND_BE;
+		goto out;
+	}
+	gen = *(volatile u64 *)&akita_gen;
+	cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	if (tctx->cls_gen != gen || tctx->cls_cgrp != cg) {
+		tctx->server = vm_server_of(p);
+		tctx->cls_gen = gen;
+		tctx->cls_cgrp = cg;
+	}
+	if (tctx->server < 0 || !(c = sconf(tctx->server)) || !c->valid)
+		goto out;
+	if (!bpf_cpumask_test_cpu(c->cpu, p->cpus_ptr))
+		goto out;
+	if (is_migration_disabled(p) && scx_bpf_task_cpu(p) != c->cpu)
+		goto out;
+	kind = KIND_VCPU;
+out:
+	tctx->kind = kind;
+	return kind;
+}
+
+#include "akita_server.bpf.h"
+
+/*
+ * Charge @p's CPU time since its stint began. A vCPU that used its budget
+ * while still runnable is throttled for the period; a HI vCPU that used
+ * C_opt while still runnable needs C_pes: it gets hot and its CPU enters
+ * HI mode at once (section 3.3).
+ */
+static void charge(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now, bool runnable)
+{
+	struct akita_server_conf *c;
+	struct akita_server_run *r;
+	struct akita_cpu_run *cr = crun(cpu);
+	u64 d = now - tctx->run_start, in_budget;
+
+	tctx->run_start = now;
+	if (!cr)
+		return;
+	if (tctx->kind == KIND_HOST) {
+		cr->host_ns += d;
+		return;
+	}
+	if (tctx->kind == KIND_BE) {
+		cr->be_ns += d;
+		return;
+	}
+	if (tctx->server < 0 || !(c = sconf(tctx->server)) || !(r = srun(tctx->server)))
+		return;
+	if (c->cpu != cpu || r->gen != c->gen)
+		return;		/* moved or replaced while it ran: nothing to charge to */
+	/* the part beyond the budget (timer and IPI latency, or slack) is not budget */
+	in_budget = r->used_ns < c->budget_ns ? c->budget_ns - r->used_ns : 0;
+	if (in_budget > d)
+		in_budget = d;
+	r->active_ns += in_budget;
+	r->slack_ns += d - in_budget;
+	r->used_ns += d;
+	if (!runnable)
+		return;
+	if (r->used_ns >= c->budget_ns && !r->exhausted_at) {
+		r->exhausted_at = now;
+		r->nr_throttled++;
+	}
+	if (c->hi && r->used_ns >= c->c_opt_ns && !r->overran) {
+		r->overran = 1;
+		r->overruns++;
+		r->temperature = initial_temperature;
+		enter_hi_mode(cr, now);
+	}
+}
+
+/*
+ * The slice @p gets on @cpu now, and what it runs as there: an active
+ * vCPU up to its budget (in LO mode, a HI one up to C_opt, where the mode
+ * switch is decided) and its period's end; every task up to the CPU's
+ * next_event.
+ */
+static void start_stint(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
+{
+	struct akita_cpu_run *cr = crun(cpu);
+	struct akita_server_conf *c;
+	struct akita_server_run *r;
+	u64 slice, base, left;
+	u32 rank = AKITA_RANK_HOST;
+
+	if (!cr)
+		return;
+	base = tctx->kind == KIND_BE ? be_slice_ns : host_slice_ns;
+	slice = base;
+	cr->cur_deadline = 0;
+	if (tctx->kind == KIND_BE)
+		rank = AKITA_RANK_BE;
+	if (tctx->kind == KIND_VCPU && tctx->server >= 0 &&
+	    (c = sconf(tctx->server)) && (r = srun(tctx->server)) && c->cpu == cpu) {
+		sync_server(c, r, now);
+		if (r->used_ns < c->budget_ns) {
+			rank = active_rank(c, cr->mode);
+			cr->cur_deadline = r->deadline;
+			slice = base = c->budget_ns - r->used_ns;
+			if (c->hi && cr->mode == AKITA_MODE_LO && r->used_ns < c->c_opt_ns)
+				slice = c->c_opt_ns - r->used_ns;
+		} else {
+			rank = AKITA_RANK_INACTIVE;
+			slice = base = inactive_slice_ns;
+		}
+		left = r->period_start + c->period_ns - now;
+		if (left < slice)
+			slice = left;
+	}
+	if (cr->next_event > now && cr->next_event - now < slice)
+		slice = cr->next_event - now;
+	if (slice < AKITA_MIN_SLICE_NS)
+		slice = AKITA_MIN_SLICE_NS;
+	cr->cur_rank = rank;
+	if (rank == AKITA_RANK_HOST)
+		cr->host_last = now;
+	scx_bpf_task_set_slice(p, slice);
+	/* A slice cut short must end on time: sched_ext looks at slices only at ticks. */
+	if (slice < base)
+		slice_expiry_arm(p, cpu, slice);
+}
+
+s32 BPF_STRUCT_OPS(akita_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct akita_server_conf *c;
+	bool is_idle = false;
+	s32 cpu;
+
+	if (!tctx)
+		return prev_cpu;
+	switch (classify(p, tctx)) {
+	case KIND_VCPU:
+		/* pinned: it wakes on its CPU, and ops.enqueue decides whether it preempts */
+		c = sconf(tctx->server);
+		return c ? c->cpu : prev_cpu;
+	case KIND_BE:
+		/* BE goes through ops.dispatch, which takes everything else first */
+		return prev_cpu;
+	}
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle)
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, host_slice_ns, 0);
+	return cpu;
+}
+
+/* A host task is queued and no CPU was idle: preempt a CPU running an inactive vCPU or BE. */
+static void host_kick(struct task_struct *p)
+{
+	struct akita_cpu_run *cr;
+	s32 cpu;
+	u32 i;
+
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
+		if (i >= AKITA_MAX_CPUS)
+			break;
+		if (!bpf_cpumask_test_cpu(i, p->cpus_ptr) || !(cr = crun(i)))
+			continue;
+		if (cr->cur_rank == AKITA_RANK_INACTIVE || cr->cur_rank == AKITA_RANK_BE) {
+			scx_bpf_kick_cpu(i, SCX_KICK_PREEMPT);
+			return;
+		}
+	}
+}
+
+/*
+ * A vCPU is queued on its CPU: kick it if the vCPU outranks what runs there
+ * (ties among active vCPUs go by deadline), or if its period boundary comes
+ * before that CPU's next_event (so the CPU re-arms its slice for it).
+ * Reads state another CPU writes: a stale read costs one needless kick or
+ * a preemption at the next boundary, never a lost task.
+ */
+static void vcpu_kick(s32 sid, u64 now)
+{
+	struct akita_server_conf *c = sconf(sid);
+	struct akita_server_run *r = srun(sid);
+	struct akita_cpu_run *cr;
+	u64 dl, end;
+	u32 rank;
+
+	if (!c || !r || !(cr = crun(c->cpu)))
+		return;
+	if (cr->cur_rank == AKITA_RANK_IDLE) {
+		scx_bpf_kick_cpu(c->cpu, SCX_KICK_IDLE);
+		return;
+	}
+	if (server_active(c, r, now)) {
+		rank = active_rank(c, cr->mode);
+		dl = r->gen == c->gen && now - r->period_start < c->period_ns ?
+			r->deadline : now - now % c->period_ns + c->rel_deadline_ns;
+		if (rank < cr->cur_rank || (rank == cr->cur_rank && dl < cr->cur_deadline))
+			scx_bpf_kick_cpu(c->cpu, SCX_KICK_PREEMPT);
+		return;
+	}
+	end = r->period_start + c->period_ns;
+	if (cr->cur_rank > AKITA_RANK_ACTIVE && (!cr->next_event || end < cr->next_event))
+		scx_bpf_kick_cpu(c->cpu, SCX_KICK_PREEMPT);
+}
+
+void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u64 now = bpf_ktime_get_ns(), vtime, floor;
+	s32 cpu;
+	u8 kind = tctx ? classify(p, tctx) : KIND_HOST;
+
+	if (kind == KIND_VCPU) {
+		scx_bpf_dsq_insert(p, server_dsq(tctx->server), inactive_slice_ns, enq_flags);
+		vcpu_kick(tctx->server, now);
+		return;
+	}
+	if (kind == KIND_BE) {
+		tctx->enq_at = now;
+		scx_bpf_dsq_insert(p, AKITA_BE_DSQ, be_slice_ns, enq_flags);
+		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	/*
+	 * A per-CPU kernel thread (kworker, ksoftirqd) can run nowhere else, and
+	 * budgets may fill its CPU: it goes to the head of that CPU's local
+	 * queue and runs when the current slice ends (the kernel's own work
+	 * comes first, as the hypervisor's does in Xen).
+	 */
+	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | scx_bpf_task_cpu(p), host_slice_ns, enq_flags | SCX_ENQ_HEAD);
+		return;
+	}
+	/* A sleeper keeps at most one slice of credit. */
+	vtime = p->scx.dsq_vtime;
+	floor = host_vtime_now - host_slice_ns;
+	if (time_before(vtime, floor))
+		vtime = floor;
+	scx_bpf_dsq_insert_vtime(p, AKITA_HOST_DSQ, host_slice_ns, vtime, enq_flags);
+	host_kick(p);
+}
+
+/* The oldest queued BE task (the queue is FIFO) has waited past the limit. */
+static bool be_starved(u64 now)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+
+	bpf_for_each(scx_dsq, p, AKITA_BE_DSQ, 0) {
+		tctx = task_ctx(p);
+		return tctx && now - tctx->enq_at > starvation_limit_ns;
+	}
+	return false;
+}
+
+/*
+ * The starvation guard: one slice for a BE task queued too long, or for a
+ * host task when this CPU has served no host task for too long (a task
+ * pinned here may wait for nothing else: the budgets may fill the CPU).
+ */
+static bool guard(s32 cpu, u64 now, struct akita_cpu_run *cr)
+{
+	bool host = scx_bpf_dsq_nr_queued(AKITA_HOST_DSQ) > 0 &&
+		    now - cr->host_last > starvation_limit_ns;
+
+	if (host) {
+		/* whether or not one may run here, look again only after another limit */
+		cr->host_last = now;
+		if (scx_bpf_dsq_move_to_local(AKITA_HOST_DSQ, 0)) {
+			cr->be_guards++;
+			return true;
+		}
+	}
+	if (!be_starved(now) || !scx_bpf_dsq_move_to_local(AKITA_BE_DSQ, 0))
+		return false;
+	cr->be_guards++;
+	return true;
+}
+
+/* Run server @sid's next task here, or keep @prev (of that server) if none is queued. */
+static bool run_server(s32 sid, s32 cpu, struct task_struct *prev, s32 prev_sid, u64 now)
+{
+	struct task_ctx *tctx;
+
+	if (scx_bpf_dsq_move_to_local(server_dsq(sid), 0))
+		return true;
+	if (sid != prev_sid || !prev || !(tctx = task_ctx(prev)))
+		return false;
+	start_stint(prev, tctx, cpu, now);
+	return true;
+}
+
+static bool keep_prev(struct task_struct *prev, bool prev_runnable, u8 kind, s32 cpu, u64 now)
+{
+	struct task_ctx *tctx;
+
+	if (!prev_runnable || !(tctx = task_ctx(prev)) || tctx->kind != kind)
+		return false;
+	start_stint(prev, tctx, cpu, now);
+	return true;
+}
+
+void BPF_STRUCT_OPS(akita_dispatch, s32 cpu, struct task_struct *prev)
+{
+	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	struct task_ctx *ptctx = prev ? task_ctx(prev) : NULL;
+	struct akita_cpu_run *cr = crun(cpu);
+	u64 now = bpf_ktime_get_ns();
+	s32 prev_sid = -1, drain = -1;
+	struct pick best;
+
+	if (!cr)
+		return;
+	/* prev has run since its stint began; charge it first (mode switch, exhaustion) */
+	if (prev_runnable && ptctx) {
+		charge(prev, ptctx, cpu, now, true);
+		if (ptctx->kind == KIND_VCPU)
+			prev_sid = ptctx->server;
+	}
+	if (guard(cpu, now, cr))
+		return;
+	pick_server(cpu, prev_sid, now, cr, &best, &drain);
+	if (best.rank <= AKITA_RANK_ACTIVE && run_server(best.sid, cpu, prev, prev_sid, now))
+		return;
+	if (drain >= 0 && scx_bpf_dsq_move_to_local(server_dsq(drain), 0))
+		return;
+	if (scx_bpf_dsq_move_to_local(AKITA_HOST_DSQ, 0))
+		return;
+	if (keep_prev(prev, prev_runnable, KIND_HOST, cpu, now))
+		return;
+	if (best.rank == AKITA_RANK_INACTIVE && run_server(best.sid, cpu, prev, prev_sid, now))
+		return;
+	if (scx_bpf_dsq_move_to_local(AKITA_BE_DSQ, 0))
+		return;
+	keep_prev(prev, prev_runnable, KIND_BE, cpu, now);
+}
+
+void BPF_STRUCT_OPS(akita_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		tctx->wake_at = bpf_ktime_get_ns();
+}
+
+/* CPU access latency (section 2: wakeup to running), per server. */
+static void record_cal(struct task_ctx *tctx, s32 cpu, u64 now)
+{
+	struct akita_server_conf *c;
+	struct akita_server_run *r;
+	u64 lat;
+
+	if (!tctx->wake_at)
+		return;
+	lat = now - tctx->wake_at;
+	tctx->wake_at = 0;
+	if (tctx->kind != KIND_VCPU || tctx->server < 0 ||
+	    !(c = sconf(tctx->server)) || !(r = srun(tctx->server)) || c->cpu != cpu)
+		return;
+	r->cal_sum_ns += lat;
+	r->cal_n++;
+	if (lat > r->cal_max_ns)
+		r->cal_max_ns = lat;
+	if (lat > c->period_ns)
+		r->cal_over_period++;
+}
+
+void BPF_STRUCT_OPS(akita_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 now = bpf_ktime_get_ns();
+
+	if (!tctx)
+		return;
+	tctx->run_start = now;
+	if (tctx->kind == KIND_HOST && time_before(host_vtime_now, p->scx.dsq_vtime))
+		host_vtime_now = p->scx.dsq_vtime;
+	start_stint(p, tctx, cpu, now);
+	record_cal(tctx, cpu, now);
+}
+
+void BPF_STRUCT_OPS(akita_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct akita_server_run *r;
+	struct akita_cpu_run *cr;
+	u64 now = bpf_ktime_get_ns(), d;
+
+	if (!tctx)
+		return;
+	d = now - tctx->run_start;
+	charge(p, tctx, cpu, now, runnable);
+	if (tctx->kind == KIND_HOST && p->scx.weight)
+		p->scx.dsq_vtime += d * 100 / p->scx.weight;
+	if (tctx->kind == KIND_VCPU && tctx->server >= 0 && (r = srun(tctx->server)))
+		r->last_run = now;
+	if ((cr = crun(cpu)))
+		cr->cur_rank = AKITA_RANK_IDLE;
+}
+
+void BPF_STRUCT_OPS(akita_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = host_vtime_now;
+}
+
+s32 BPF_STRUCT_OPS(akita_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -ENOMEM;
+	tctx->server = -1;
+	tctx->cls_gen = ~0ULL;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(akita_init)
+{
+	struct akita_cpu_run *cr;
+	u32 i;
+	s32 err;
+
+	bpf_for(i, 0, AKITA_MAX_SERVERS) {
+		err = scx_bpf_create_dsq(server_dsq(i), -1);
+		if (err) {
+			scx_bpf_error("failed to create the queue of server %u: %d", i, err);
+			return err;
+		}
+	}
+	err = scx_bpf_create_dsq(AKITA_HOST_DSQ, -1);
+	if (!err)
+		err = scx_bpf_create_dsq(AKITA_BE_DSQ, -1);
+	if (err) {
+		scx_bpf_error("failed to create the host and BE queues: %d", err);
+		return err;
+	}
+	bpf_for(i, 0, AKITA_MAX_CPUS) {
+		if ((cr = crun(i)))
+			cr->cur_rank = AKITA_RANK_IDLE;
+	}
+	return slice_expiry_init();
+}
+
+/* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
+void BPF_STRUCT_OPS(akita_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	tier_cache_invalidate();
+}
+
+void BPF_STRUCT_OPS(akita_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(akita_ops,
+	       .select_cpu	= (void *)akita_select_cpu,
+	       .enqueue		= (void *)akita_enqueue,
+	       .dispatch	= (void *)akita_dispatch,
+	       .runnable	= (void *)akita_runnable,
+	       .running		= (void *)akita_running,
+	       .stopping	= (void *)akita_stopping,
+	       .enable		= (void *)akita_enable,
+	       .init_task	= (void *)akita_init_task,
+	       .init		= (void *)akita_init,
+	       .exit		= (void *)akita_exit,
+	       .cgroup_set_idle	= (void *)akita_cgroup_set_idle,
+	       .name		= "schedbe_akita");
