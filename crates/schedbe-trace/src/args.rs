@@ -28,7 +28,8 @@ pub struct TraceArgs {
     /// Report, for this cgroup v2 cgroup (path relative to the cgroup v2
     /// mount, e.g. kubepods.slice/kubepods-pod1.slice, or absolute under it),
     /// the most CPUs its tasks and its descendants' ran on at once
-    /// (max_cpus), their CPU time, and the time at each number of CPUs.
+    /// (max_cpus), their CPU time, the time at each number of CPUs, and
+    /// their wakeup latency (wakeup_latency: woken until switched in).
     /// Repeatable (up to 64). PATH=REQ also gives its CPU request, in CPUs
     /// (2, 1.5) or millicores (1500m), for the reservation inversion: the
     /// time it ran on fewer CPUs than REQ while one of its tasks waited for a
@@ -36,6 +37,22 @@ pub struct TraceArgs {
     /// (reservation_inversion_ms, its longest interval, and per other cgroup)
     #[arg(long = "cgroup", value_name = "PATH[=REQ]")]
     pub cgroups: Vec<String>,
+    /// With --cgroup: also report, per cgroup, its CPU time (cpu_ms) and its
+    /// tasks' wait time for a CPU (wait_ms) in every period [k*T, (k+1)*T)
+    /// of CLOCK_MONOTONIC (the clock bpf_ktime_get_ns reads, not relative
+    /// to the window's start) that lies entirely in the window; T in
+    /// milliseconds (fractional allowed, rounded to whole ns)
+    #[arg(long = "period-ms", value_name = "T")]
+    pub period_ms: Option<f64>,
+    /// Give the --cgroup PATH a CPU budget of C_MS ms per period of T_MS ms
+    /// (periods [k*T, (k+1)*T) of CLOCK_MONOTONIC; 0 < C_MS <= T_MS,
+    /// fractional allowed) and report, for it, its CPU time per period
+    /// against C and the over-budget inversion: the time it ran with its
+    /// CPU time in the current period at C or more while another cgroup
+    /// given a budget, still under its own, had a task waiting longer than
+    /// --grace-us (the check of Akita's budgets). Repeatable, once per PATH
+    #[arg(long = "budget", value_name = "PATH=C_MS/T_MS")]
+    pub budgets: Vec<String>,
     /// Write every run segment in the window to this CSV file: cpu,
     /// start_ns, end_ns (from the window's start), pid, comm, tier (lc, be,
     /// other), cgroup_index and cgroup (the innermost --cgroup the task was
@@ -65,6 +82,8 @@ impl Default for TraceArgs {
             output: None,
             per_task: false,
             cgroups: Vec::new(),
+            period_ms: None,
+            budgets: Vec::new(),
             timeline: None,
             timeline_window: None,
             start_at_ns: None,
@@ -94,16 +113,38 @@ pub(crate) struct CgroupArg {
     pub(crate) request_milli: Option<u64>,
 }
 
+/// One `--budget PATH=C_MS/T_MS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BudgetArg {
+    /// PATH as given: a `--cgroup`'s key.
+    pub(crate) path: String,
+    /// C, ns.
+    pub(crate) budget_ns: u64,
+    /// T, ns.
+    pub(crate) period_ns: u64,
+}
+
 /// The arguments that need parsing beyond clap's, parsed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Checked {
     pub(crate) cgroups: Vec<CgroupArg>,
     /// `--timeline-window`, in ns from the window's start: [start, end).
     pub(crate) timeline_window: Option<(u64, u64)>,
+    /// `--period-ms`, in ns.
+    pub(crate) period_ns: Option<u64>,
+    /// `--budget`s, in the order given (each PATH once, each a `--cgroup`).
+    pub(crate) budgets: Vec<BudgetArg>,
 }
+
+/// The longest `--budget` period accepted, in ms (a day).
+const MAX_BUDGET_PERIOD_MS: f64 = 86_400_000.0;
 
 /// The largest CPU request accepted, in CPUs.
 const MAX_REQUEST_CPUS: u64 = 1 << 20;
+
+/// The most periods `--period-ms` may cut the window into (each is a row
+/// per `--cgroup` in the report).
+const MAX_PERIODS: u64 = 1_000_000;
 
 /// Check the command line before anything is loaded; parse what clap leaves
 /// as strings.
@@ -133,15 +174,105 @@ pub(crate) fn validate(args: &TraceArgs) -> Result<Checked> {
         Some(_) if args.timeline.is_none() => bail!("--timeline-window needs --timeline FILE"),
         Some(w) => Some(parse_window(w, args.duration)?),
     };
-    let cgroups = args
+    let cgroups: Vec<CgroupArg> = args
         .cgroups
         .iter()
         .map(|a| parse_cgroup_arg(a))
         .collect::<Result<_>>()?;
+    let period_ns = match args.period_ms {
+        None => None,
+        Some(_) if cgroups.is_empty() => {
+            bail!("--period-ms needs --cgroup: the per-period series are per cgroup")
+        }
+        Some(t) => Some(parse_period(t, args.duration)?),
+    };
+    let budgets = check_budgets(&args.budgets, &cgroups, args.duration)?;
     Ok(Checked {
         cgroups,
         timeline_window,
+        period_ns,
+        budgets,
     })
+}
+
+/// The `--budget`s: each well formed, on a `--cgroup` PATH (as given), once
+/// per PATH, and cutting a window of `duration_s` into at most
+/// [`MAX_PERIODS`] periods.
+fn check_budgets(args: &[String], cgroups: &[CgroupArg], duration_s: f64) -> Result<Vec<BudgetArg>> {
+    let mut budgets: Vec<BudgetArg> = Vec::new();
+    for arg in args {
+        let b = parse_budget_arg(arg)?;
+        if !cgroups.iter().any(|c| c.path == b.path) {
+            bail!(
+                "--budget {arg}: {} is not given with --cgroup (a budget applies to a --cgroup: add --cgroup {}, the same PATH)",
+                b.path,
+                b.path
+            );
+        }
+        if budgets.iter().any(|o| o.path == b.path) {
+            bail!("--budget {arg}: {} is given a budget twice", b.path);
+        }
+        if (duration_s * 1e9).round() / b.period_ns as f64 > MAX_PERIODS as f64 {
+            bail!(
+                "--budget {arg}: its period cuts --duration {duration_s} s into more than {MAX_PERIODS} periods: give a longer period or a shorter duration"
+            );
+        }
+        budgets.push(b);
+    }
+    Ok(budgets)
+}
+
+/// `PATH=C_MS/T_MS` (split at the last `=`), C and T in ns.
+pub(crate) fn parse_budget_arg(arg: &str) -> Result<BudgetArg> {
+    let form = || format!("--budget {arg}: give PATH=C_MS/T_MS, a budget of C ms of CPU time per period of T ms (e.g. vm1.slice=5/100)");
+    let (path, spec) = arg.rsplit_once('=').with_context(form)?;
+    if path.is_empty() {
+        bail!("--budget {arg}: no cgroup path before '='");
+    }
+    let (c, t) = spec.split_once('/').with_context(form)?;
+    let ms = |what: &str, s: &str| -> Result<f64> {
+        s.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .with_context(|| format!("--budget {arg}: the {what} must be a positive number of milliseconds, got {s:?}"))
+    };
+    let (c, t) = (ms("budget C_MS", c)?, ms("period T_MS", t)?);
+    if c > t {
+        bail!("--budget {arg}: the budget {c} ms is longer than its period {t} ms");
+    }
+    if t > MAX_BUDGET_PERIOD_MS {
+        bail!("--budget {arg}: the period {t} ms is longer than a day");
+    }
+    let (budget_ns, period_ns) = ((c * 1e6).round(), (t * 1e6).round());
+    if budget_ns < 1.0 {
+        bail!("--budget {arg}: the budget {c} ms is shorter than a nanosecond");
+    }
+    Ok(BudgetArg {
+        path: path.to_string(),
+        budget_ns: budget_ns as u64,
+        period_ns: period_ns as u64,
+    })
+}
+
+/// `--period-ms T` as ns, for a window of `duration_s` seconds.
+fn parse_period(ms: f64, duration_s: f64) -> Result<u64> {
+    if !(ms.is_finite() && ms > 0.0) {
+        bail!("--period-ms must be a positive number of milliseconds, got {ms}");
+    }
+    let ns = (ms * 1e6).round();
+    if ns < 1.0 {
+        bail!("--period-ms {ms} is shorter than a nanosecond");
+    }
+    let duration_ns = (duration_s * 1e9).round();
+    if ns > duration_ns {
+        bail!("--period-ms {ms} is longer than --duration {duration_s} s: no whole period fits in the window");
+    }
+    if duration_ns / ns > MAX_PERIODS as f64 {
+        bail!(
+            "--period-ms {ms} cuts --duration {duration_s} s into more than {MAX_PERIODS} periods: give a longer period or a shorter duration"
+        );
+    }
+    Ok(ns as u64)
 }
 
 /// The directory a file is to be written in must exist.
@@ -253,6 +384,12 @@ mod tests {
         a.cgroups = vec!["kubepods.slice/pod1.slice=x".into()];
         let e = format!("{:#}", run(&a).unwrap_err());
         assert!(e.contains("--cgroup kubepods.slice/pod1.slice=x: bad CPU request"), "{e}");
+        // so does a --budget for a path not given with --cgroup
+        a.cgroups = vec!["kubepods.slice/pod1.slice".into()];
+        a.budgets = vec!["kubepods.slice/pod2.slice=5/100".into()];
+        let e = format!("{:#}", run(&a).unwrap_err());
+        assert!(e.contains("--budget kubepods.slice/pod2.slice=5/100: kubepods.slice/pod2.slice is not given with --cgroup"), "{e}");
+        a.budgets.clear();
         a.cgroups.clear();
         a.timeline = Some("/nonexistent-dir/t.csv".into());
         let e = format!("{:#}", run(&a).unwrap_err());
@@ -312,5 +449,91 @@ mod tests {
         let c = validate(&a).unwrap();
         assert_eq!(c.timeline_window, Some((500_000_000, 1_000_000_000)));
         assert_eq!(c.cgroups.len(), 2);
+        assert_eq!(c.period_ns, None);
+    }
+
+    #[test]
+    fn period() {
+        assert_eq!(parse_period(10.0, 10.0).unwrap(), 10_000_000);
+        assert_eq!(parse_period(0.5, 10.0).unwrap(), 500_000);
+        assert_eq!(parse_period(0.0015, 1.0).unwrap(), 1_500, "fractional ms");
+        assert_eq!(parse_period(1000.0, 1.0).unwrap(), 1_000_000_000, "the whole window");
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let e = format!("{:#}", parse_period(bad, 10.0).unwrap_err());
+            assert!(e.contains("--period-ms must be a positive number of milliseconds"), "{bad}: {e}");
+        }
+        let e = format!("{:#}", parse_period(1e-7, 10.0).unwrap_err());
+        assert!(e.contains("shorter than a nanosecond"), "{e}");
+        let e = format!("{:#}", parse_period(1500.0, 1.0).unwrap_err());
+        assert!(e.contains("longer than --duration 1 s"), "{e}");
+        let e = format!("{:#}", parse_period(0.001, 10.0).unwrap_err());
+        assert!(e.contains("more than 1000000 periods"), "{e}");
+        let mut a = TraceArgs {
+            period_ms: Some(10.0),
+            ..Default::default()
+        };
+        let e = format!("{:#}", validate(&a).unwrap_err());
+        assert!(e.contains("--period-ms needs --cgroup"), "{e}");
+        a.cgroups = vec!["a=1".into()];
+        assert_eq!(validate(&a).unwrap().period_ns, Some(10_000_000));
+        a.period_ms = Some(0.0);
+        let e = format!("{:#}", validate(&a).unwrap_err());
+        assert!(e.contains("--period-ms must be a positive number"), "{e}");
+    }
+
+    #[test]
+    fn budgets() {
+        let b = parse_budget_arg("k/vm1.slice=5/100").unwrap();
+        assert_eq!(
+            b,
+            BudgetArg {
+                path: "k/vm1.slice".into(),
+                budget_ns: 5_000_000,
+                period_ns: 100_000_000
+            }
+        );
+        let b = parse_budget_arg("a=b=0.5/2.25").unwrap();
+        assert_eq!((b.path.as_str(), b.budget_ns, b.period_ns), ("a=b", 500_000, 2_250_000), "split at the last =");
+        assert_eq!(parse_budget_arg("p=10/10").unwrap().budget_ns, 10_000_000, "C = T");
+        for bad in ["p", "p=5", "p=5:100", "p/5/100"] {
+            let e = format!("{:#}", parse_budget_arg(bad).unwrap_err());
+            assert!(e.contains(&format!("--budget {bad}: give PATH=C_MS/T_MS")), "{bad}: {e}");
+        }
+        let e = format!("{:#}", parse_budget_arg("=5/100").unwrap_err());
+        assert!(e.contains("no cgroup path"), "{e}");
+        for bad in ["p=0/100", "p=-1/100", "p=x/100", "p=/100", "p=nan/100", "p=inf/100", "p= 5/100"] {
+            let e = format!("{:#}", parse_budget_arg(bad).unwrap_err());
+            assert!(e.contains("the budget C_MS must be a positive number of milliseconds"), "{bad}: {e}");
+        }
+        for bad in ["p=5/0", "p=5/-100", "p=5/", "p=5/100/2", "p=5/inf"] {
+            let e = format!("{:#}", parse_budget_arg(bad).unwrap_err());
+            assert!(e.contains("the period T_MS must be a positive number of milliseconds"), "{bad}: {e}");
+        }
+        let e = format!("{:#}", parse_budget_arg("p=20/10").unwrap_err());
+        assert!(e.contains("--budget p=20/10: the budget 20 ms is longer than its period 10 ms"), "{e}");
+        let e = format!("{:#}", parse_budget_arg("p=1e-7/10").unwrap_err());
+        assert!(e.contains("shorter than a nanosecond"), "{e}");
+        let e = format!("{:#}", parse_budget_arg("p=1/1e9").unwrap_err());
+        assert!(e.contains("longer than a day"), "{e}");
+
+        let mut a = TraceArgs {
+            cgroups: vec!["vm1=2".into(), "vm2".into()],
+            budgets: vec!["vm1=5/100".into(), "vm2=2.5/10".into()],
+            ..Default::default()
+        };
+        let c = validate(&a).unwrap();
+        assert_eq!(c.budgets.iter().map(|b| b.path.as_str()).collect::<Vec<_>>(), ["vm1", "vm2"]);
+        assert_eq!(c.budgets[1].period_ns, 10_000_000);
+        a.budgets = vec!["vm3=5/100".into()];
+        let e = format!("{:#}", validate(&a).unwrap_err());
+        assert!(e.contains("--budget vm3=5/100: vm3 is not given with --cgroup"), "{e}");
+        a.budgets = vec!["vm1=5/100".into(), "vm1=5/100".into()];
+        let e = format!("{:#}", validate(&a).unwrap_err());
+        assert!(e.contains("vm1 is given a budget twice"), "{e}");
+        a.budgets = vec!["vm1=0.001/0.001".into()];
+        let e = format!("{:#}", validate(&a).unwrap_err());
+        assert!(e.contains("more than 1000000 periods"), "{e}");
+        a.budgets = vec!["vm1=500/20000".into()];
+        assert!(validate(&a).is_ok(), "a period longer than the window is allowed");
     }
 }

@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::CgroupArg;
-use crate::replay::{CgroupSet, CgroupStats, MAX_CGROUPS};
-use crate::report::{CgroupCpuTime, CgroupReport};
+use crate::args::{BudgetArg, CgroupArg};
+use crate::replay::{BudgetSpec, CgroupSet, CgroupStats, MAX_CGROUPS};
+use crate::report::{BudgetReport, CgroupCpuTime, CgroupReport, PeriodRow, WakeupLatency};
 use crate::timeline::Label;
 
 /// Walks for unknown ids are at least this far apart (the ring buffer is
@@ -236,6 +236,20 @@ impl CgroupWatch {
         self.targets.iter().map(|t| t.request_milli).collect()
     }
 
+    /// The CPU budgets, by target (for the replay): each `--budget` goes to
+    /// the target of its PATH (as given).
+    pub(crate) fn budgets(&self, budgets: &[BudgetArg]) -> Vec<Option<BudgetSpec>> {
+        self.targets
+            .iter()
+            .map(|t| {
+                budgets.iter().find(|b| b.path == t.key).map(|b| BudgetSpec {
+                    budget_ns: b.budget_ns,
+                    period_ns: b.period_ns,
+                })
+            })
+            .collect()
+    }
+
     /// The targets as the timeline names them.
     pub(crate) fn labels(&self) -> Vec<Label> {
         self.targets
@@ -251,6 +265,16 @@ impl CgroupWatch {
     /// target, in order).
     pub(crate) fn report(&self, stats: &[CgroupStats]) -> BTreeMap<String, CgroupReport> {
         let ms = |ns: u64| ns as f64 / 1e6;
+        let us = |ns: u64| ns as f64 / 1e3;
+        // non-zero entries of a per-other-cgroup vector, by key
+        let by = |v: &[u64]| -> BTreeMap<String, f64> {
+            self.targets
+                .iter()
+                .zip(v)
+                .filter(|(_, &ns)| ns > 0)
+                .map(|(b, &ns)| (b.key.clone(), ms(ns)))
+                .collect()
+        };
         self.targets
             .iter()
             .zip(stats)
@@ -271,16 +295,37 @@ impl CgroupWatch {
                     request_cpus: r.map(|r| r.request_milli as f64 / 1000.0),
                     reservation_inversion_ms: r.map(|r| ms(r.inversion_ns)),
                     reservation_inversion_longest_ms: r.map(|r| ms(r.longest_ns)),
-                    reservation_inversion_by_ms: r
-                        .map(|r| {
-                            self.targets
-                                .iter()
-                                .zip(&r.by_ns)
-                                .filter(|(_, &ns)| ns > 0)
-                                .map(|(b, &ns)| (b.key.clone(), ms(ns)))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    reservation_inversion_by_ms: r.map(|r| by(&r.by_ns)).unwrap_or_default(),
+                    wakeup_latency: {
+                        let w = &s.wakeup_latency;
+                        WakeupLatency {
+                            n: w.n,
+                            mean_us: us(w.mean_ns),
+                            p50_us: us(w.p50_ns),
+                            p99_us: us(w.p99_ns),
+                            max_us: us(w.max_ns),
+                        }
+                    },
+                    periods: s.periods.as_ref().map(|p| {
+                        p.iter()
+                            .map(|r| PeriodRow {
+                                start_ns: r.start_ns,
+                                cpu_ms: ms(r.cpu_ns),
+                                wait_ms: ms(r.wait_ns),
+                            })
+                            .collect()
+                    }),
+                    budget: s.budget.as_ref().map(|b| BudgetReport {
+                        budget_ms: ms(b.budget_ns),
+                        period_ms: ms(b.period_ns),
+                        periods: b.periods,
+                        periods_over: b.periods_over,
+                        max_period_ms: ms(b.max_period_ns),
+                        over_budget_ms: ms(b.over_budget_ns),
+                        over_budget_while_waiting_ms: ms(b.over_budget_while_waiting_ns),
+                        over_budget_while_waiting_by: by(&b.by_ns),
+                        longest_ms: ms(b.longest_ns),
+                    }),
                 };
                 (t.key.clone(), report)
             })
@@ -294,7 +339,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
-    use crate::replay::ReservationStats;
+    use crate::replay::{BudgetStats, LatencyStats, PeriodStats, ReservationStats};
 
     /// A fake cgroup tree in a temporary directory (removed on drop).
     struct Tree(PathBuf);
@@ -434,6 +479,72 @@ mod tests {
     }
 
     #[test]
+    fn budgets_by_target_and_in_the_report() {
+        let t = Tree::new();
+        t.mk("vm1");
+        t.mk("vm2");
+        t.mk("host");
+        let w = CgroupWatch::new(&args(&["vm1", "host", "vm2", "vm1"]), Some(&t.0))
+            .unwrap()
+            .unwrap();
+        let budgets: Vec<BudgetArg> = ["vm2=2.5/10", "vm1=5/100"]
+            .iter()
+            .map(|a| crate::args::parse_budget_arg(a).unwrap())
+            .collect();
+        let spec = |c, t| {
+            Some(BudgetSpec {
+                budget_ns: c,
+                period_ns: t,
+            })
+        };
+        const MS: u64 = 1_000_000;
+        assert_eq!(w.budgets(&budgets), vec![spec(5 * MS, 100 * MS), None, spec(2_500_000, 10 * MS)]);
+        let stats = |budget| CgroupStats {
+            time_at_cpus_ns: vec![MS],
+            budget,
+            ..Default::default()
+        };
+        let r = w.report(&[
+            stats(Some(BudgetStats {
+                budget_ns: 5 * MS,
+                period_ns: 100 * MS,
+                periods: 3,
+                periods_over: 1,
+                max_period_ns: 7 * MS,
+                over_budget_ns: 2 * MS,
+                over_budget_while_waiting_ns: 1_500_000,
+                by_ns: vec![0, 0, 1_500_000],
+                longest_ns: MS,
+            })),
+            stats(None),
+            stats(Some(BudgetStats {
+                budget_ns: 2_500_000,
+                period_ns: 10 * MS,
+                by_ns: vec![0; 3],
+                ..Default::default()
+            })),
+        ]);
+        assert_eq!(
+            r["vm1"].budget,
+            Some(BudgetReport {
+                budget_ms: 5.0,
+                period_ms: 100.0,
+                periods: 3,
+                periods_over: 1,
+                max_period_ms: 7.0,
+                over_budget_ms: 2.0,
+                over_budget_while_waiting_ms: 1.5,
+                over_budget_while_waiting_by: BTreeMap::from([("vm2".to_string(), 1.5)]),
+                longest_ms: 1.0,
+            })
+        );
+        assert_eq!(r["host"].budget, None);
+        let vm2 = r["vm2"].budget.as_ref().unwrap();
+        assert_eq!((vm2.budget_ms, vm2.period_ms), (2.5, 10.0));
+        assert!(vm2.over_budget_while_waiting_by.is_empty(), "non-zero entries only");
+    }
+
+    #[test]
     fn descendants_map_to_every_requested_ancestor() {
         let t = Tree::new();
         let a = t.mk("a");
@@ -501,6 +612,19 @@ mod tests {
             other_ns: 0,
             time_at_cpus_ns: vec![500_000, 1_500_000],
             reservation: None,
+            wakeup_latency: LatencyStats {
+                n: 2,
+                mean_ns: 2_500,
+                p50_ns: 2_000,
+                p99_ns: 3_000,
+                max_ns: 3_000,
+            },
+            periods: Some(vec![PeriodStats {
+                start_ns: 4_000_000,
+                cpu_ns: 1_000_000,
+                wait_ns: 250_000,
+            }]),
+            budget: None,
         }]);
         let c = &r["a"];
         assert_eq!((c.id, c.max_cpus), (known, 1));
@@ -508,6 +632,16 @@ mod tests {
         assert_eq!(c.cpu_time_ms.total, 1.5);
         assert_eq!(c.time_at_cpus_ms, vec![0.5, 1.5]);
         assert_eq!(c.nr_cgroups, 5);
+        let l = &c.wakeup_latency;
+        assert_eq!((l.n, l.mean_us, l.p50_us, l.p99_us, l.max_us), (2, 2.5, 2.0, 3.0, 3.0));
+        assert_eq!(
+            c.periods,
+            Some(vec![PeriodRow {
+                start_ns: 4_000_000,
+                cpu_ms: 1.0,
+                wait_ms: 0.25
+            }])
+        );
 
         // the requested cgroup is removed: counted once, then no longer walked,
         // and unknown ids are still settled as outside. y is made before the

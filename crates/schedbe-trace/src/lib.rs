@@ -42,6 +42,38 @@
 //! the task back: a task held by its own cgroup's cpu.max quota counts as
 //! waiting too (as it does for the LC wait figures).
 //!
+//! For every `--cgroup` it also reports `wakeup_latency` (`n`, `mean_us`,
+//! `p50_us`, `p99_us`, `max_us`): for each wait of its tasks that began with
+//! a wakeup (sched_waking, sched_wakeup_new; not a preempted task switched
+//! out while still runnable, nor a task the snapshot found queued), the time
+//! from becoming runnable to being next switched in; waits ending in the
+//! window count whole, waits still open when it closes do not. A wait
+//! counts with the cgroup the task was last seen in, as for the reservation
+//! inversion.
+//!
+//! `--period-ms T` (with `--cgroup`) adds `periods` to each cgroup: one
+//! `{start_ns, cpu_ms, wait_ms}` per period `[k*T, (k+1)*T)` of
+//! CLOCK_MONOTONIC (the events' clock, bpf_ktime_get_ns; not relative to the
+//! window's start) lying entirely in the window: the CPU time of its tasks
+//! (as in `cpu_time_ms`) and the time they were runnable but not running
+//! (summed over tasks, as the reservation inversion counts waits), each
+//! clipped to the period. `period_ns` at the top gives T.
+//!
+//! `--budget PATH=C_MS/T_MS` (repeatable, once per PATH, each also given
+//! with `--cgroup`) gives a cgroup a CPU budget of C ms per period of T ms
+//! (periods `[k*T, (k+1)*T)` of CLOCK_MONOTONIC) and adds `budget` to it:
+//! `budget_ms`, `period_ms`; over the periods entirely in the window
+//! `periods`, `periods_over` (CPU time above C by more than the grace
+//! period), `max_period_ms` and `over_budget_ms` (CPU time beyond C,
+//! summed); and the **over-budget inversion**, the check of Akita's budgets:
+//! `over_budget_while_waiting_ms`, the time the cgroup ran (on any number of
+//! CPUs) with its CPU time in its current period at C or more while another
+//! budgeted cgroup, still under its own budget, had a task waiting for a
+//! CPU longer than `--grace-us`, summed over those other cgroups
+//! (`over_budget_while_waiting_by`, non-zero entries), and `longest_ms`, its
+//! longest uninterrupted interval. CPU time and waits are counted as for
+//! `cpu_time_ms` and the reservation inversion; see `replay::budget`.
+//!
 //! `--timeline FILE` writes every run segment of the window (optionally of
 //! `--timeline-window START_S:END_S`) as CSV (module `timeline`), for
 //! scripts/plot-timeline.py. It turns on the comm recording of `--per-task`,
@@ -99,8 +131,8 @@ pub use args::TraceArgs;
 pub use decode::decode_event;
 pub use replay::{CpuMask, CpuStats, Diagnostics, Event, EventKind, Tier, WaitSummary, Wake};
 pub use report::{
-    CgroupCpuTime, CgroupReport, GraceRow, PerCpu, TaskRow, TimelineReport, TraceDiagnostics,
-    TraceReport,
+    BudgetReport, CgroupCpuTime, CgroupReport, GraceRow, PerCpu, PeriodRow, TaskRow, TimelineReport,
+    TraceDiagnostics, TraceReport, WakeupLatency,
 };
 pub use run::{run, SENSITIVITY_GRACES_US};
 pub use sys::{cgroup2_root, monotonic_ns, parse_cpu_list};

@@ -63,6 +63,59 @@ pub struct CgroupCpuTime {
     pub total: f64,
 }
 
+/// Wakeup latency of a cgroup's tasks: completed waits that began with a
+/// wakeup (woken or new, not preempted), from becoming runnable to being
+/// switched in, that ended in the window; in microseconds (all 0 when `n`
+/// is 0).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
+pub struct WakeupLatency {
+    pub n: u64,
+    pub mean_us: f64,
+    /// Quantiles to 3 significant figures (never above `max_us`).
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// One period `[start_ns, start_ns + T)` of a cgroup (`--period-ms T`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
+pub struct PeriodRow {
+    /// Its start, CLOCK_MONOTONIC ns (a multiple of T).
+    pub start_ns: u64,
+    /// CPU time its tasks ran in it.
+    pub cpu_ms: f64,
+    /// Time its tasks were runnable but not running in it, summed over tasks.
+    pub wait_ms: f64,
+}
+
+/// A `--cgroup`'s CPU budget (`--budget PATH=C_MS/T_MS`) and how it was
+/// kept, in milliseconds. Periods are `[k*T, (k+1)*T)` of CLOCK_MONOTONIC.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct BudgetReport {
+    /// C.
+    pub budget_ms: f64,
+    /// T.
+    pub period_ms: f64,
+    /// Periods entirely inside the window.
+    pub periods: u64,
+    /// Those in which its CPU time exceeded C by more than the grace period.
+    pub periods_over: u64,
+    /// Its most CPU time in one of them.
+    pub max_period_ms: f64,
+    /// Its CPU time beyond C in them, summed.
+    pub over_budget_ms: f64,
+    /// Time it ran with its CPU time in the current period at C or more
+    /// while another budgeted cgroup, under its own budget, had a task
+    /// waiting longer than the grace period; summed over the other cgroups.
+    pub over_budget_while_waiting_ms: f64,
+    /// The part with each other cgroup (by key) waiting; non-zero entries
+    /// only.
+    #[serde(default)]
+    pub over_budget_while_waiting_by: BTreeMap<String, f64>,
+    /// The longest uninterrupted interval of it (against any other cgroup).
+    pub longest_ms: f64,
+}
+
 /// One `--cgroup` in the report: how many CPUs ran its tasks (its own and
 /// its descendants') at the same time during the window.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -99,6 +152,18 @@ pub struct CgroupReport {
     /// these can add up to more than the total.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reservation_inversion_by_ms: BTreeMap<String, f64>,
+    /// Wakeup latency of its tasks (a wait counts with the cgroup the task
+    /// was last seen in, as for the reservation inversion).
+    #[serde(default)]
+    pub wakeup_latency: WakeupLatency,
+    /// With `--period-ms T`: its CPU and wait time in each period `[k*T,
+    /// (k+1)*T)` of CLOCK_MONOTONIC entirely inside the window, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub periods: Option<Vec<PeriodRow>>,
+    /// With `--budget PATH=C_MS/T_MS`: its budget and the over-budget
+    /// inversion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetReport>,
 }
 
 /// Where `--timeline` wrote the run segments.
@@ -137,6 +202,10 @@ pub struct TraceReport {
     pub lc_wait_us: WaitSummary,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Vec<TaskRow>>,
+    /// `--period-ms`, in ns (absent without it): the period of the
+    /// `cgroups.*.periods` series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_ns: Option<u64>,
     /// Per `--cgroup`, keyed by the path as given (absent without `--cgroup`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cgroups: BTreeMap<String, CgroupReport>,
@@ -198,8 +267,10 @@ impl TraceReport {
     }
 
     /// One line per `--cgroup`: the most CPUs at once, CPU time by tier, the
-    /// share of the window spent at each number of CPUs, and with a request
-    /// the reservation inversion.
+    /// share of the window spent at each number of CPUs, with a request the
+    /// reservation inversion, the wakeup latency, with `--period-ms` how
+    /// many periods and the most CPU time in one, and with a budget the
+    /// periods over it and its over-budget inversion.
     pub fn cgroup_lines(&self) -> Vec<String> {
         let window_ms = self.duration_ns as f64 / 1e6;
         self.cgroups
@@ -238,6 +309,28 @@ impl TraceReport {
                         line.push_str(&format!(", while above their requests: {}", by.join(", ")));
                     }
                 }
+                let w = &c.wakeup_latency;
+                line.push_str(&format!(
+                    "; wakeup latency: {} waits (mean {:.1} us, p99 {:.1} us, max {:.1} us)",
+                    w.n, w.mean_us, w.p99_us, w.max_us
+                ));
+                if let Some(p) = &c.periods {
+                    let max = p.iter().map(|r| r.cpu_ms).fold(0.0, f64::max);
+                    let of = self
+                        .period_ns
+                        .map(|ns| format!(" of {} ms", ns as f64 / 1e6))
+                        .unwrap_or_default();
+                    line.push_str(&format!(
+                        "; {} periods{of}: CPU at most {max:.3} ms per period",
+                        p.len()
+                    ));
+                }
+                if let Some(b) = &c.budget {
+                    line.push_str(&format!(
+                        "; budget {}/{} ms: {}/{} periods over, over budget while another waited {:.3} ms (longest {:.3} ms)",
+                        b.budget_ms, b.period_ms, b.periods_over, b.periods, b.over_budget_while_waiting_ms, b.longest_ms
+                    ));
+                }
                 line
             })
             .collect()
@@ -263,6 +356,7 @@ mod tests {
             per_cpu: vec![],
             lc_wait_us: WaitSummary::default(),
             tasks: None,
+            period_ns: None,
             cgroups: BTreeMap::new(),
             timeline: None,
             lc_waits_open_at_end: 0,
@@ -353,6 +447,15 @@ mod tests {
                 reservation_inversion_ms: None,
                 reservation_inversion_longest_ms: None,
                 reservation_inversion_by_ms: BTreeMap::new(),
+                wakeup_latency: WakeupLatency {
+                    n: 3,
+                    mean_us: 20.0,
+                    p50_us: 15.0,
+                    p99_us: 40.0,
+                    max_us: 40.0,
+                },
+                periods: None,
+                budget: None,
             },
         );
         let v: serde_json::Value = serde_json::to_value(&r).unwrap();
@@ -363,6 +466,13 @@ mod tests {
         assert_eq!(c["cpu_time_ms"]["total"], 12.5);
         assert_eq!(c["time_at_cpus_ms"], serde_json::json!([1.0, 6.0, 3.0]));
         assert!(c.get("request_cpus").is_none() && c.get("reservation_inversion_ms").is_none());
+        assert_eq!(
+            c["wakeup_latency"],
+            serde_json::json!({"n": 3, "mean_us": 20.0, "p50_us": 15.0, "p99_us": 40.0, "max_us": 40.0})
+        );
+        assert!(c.get("periods").is_none(), "periods only with --period-ms");
+        assert!(c.get("budget").is_none(), "budget only with --budget");
+        assert!(v.get("period_ns").is_none(), "period_ns only with --period-ms");
         assert!(v.get("timeline").is_none(), "timeline only with --timeline");
         assert_eq!(v["diagnostics"]["cgroup_walks"], 0);
         let back: TraceReport = serde_json::from_value(v).unwrap();
@@ -370,7 +480,8 @@ mod tests {
         assert_eq!(
             r.cgroup_lines(),
             vec!["cgroup kubepods.slice/pod1: at most 2 CPUs at once; CPU 12.5 ms (LC 12.0, BE 0.5, other 0.0); \
-                  time at k CPUs: 0: 10.0%, 1: 60.0%, 2: 30.0%"]
+                  time at k CPUs: 0: 10.0%, 1: 60.0%, 2: 30.0%; \
+                  wakeup latency: 3 waits (mean 20.0 us, p99 40.0 us, max 40.0 us)"]
         );
     }
 
@@ -387,6 +498,9 @@ mod tests {
             reservation_inversion_ms: inv,
             reservation_inversion_longest_ms: inv.map(|x| x / 2.0),
             reservation_inversion_by_ms: by.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            wakeup_latency: WakeupLatency::default(),
+            periods: None,
+            budget: None,
         };
         let mut cgroups = BTreeMap::new();
         cgroups.insert("a".to_string(), pod(Some(1.5), Some(2.0), &[("b", 2.0)]));
@@ -417,13 +531,152 @@ mod tests {
         assert_eq!(back.timeline, r.timeline);
         let lines = r.cgroup_lines();
         assert!(
-            lines[0].ends_with(
-                "; request 1.5 CPUs: reservation inversion 2.000 ms (longest 1.000 ms), while above their requests: b 2.000 ms"
+            lines[0].contains(
+                "; request 1.5 CPUs: reservation inversion 2.000 ms (longest 1.000 ms), while above their requests: b 2.000 ms; wakeup"
             ),
             "{}",
             lines[0]
         );
-        assert!(lines[1].ends_with("; request 2 CPUs: reservation inversion 0.000 ms (longest 0.000 ms)"), "{}", lines[1]);
-        assert!(lines[2].ends_with("time at k CPUs: 0: 50.0%, 1: 50.0%"), "no request: {}", lines[2]);
+        assert!(
+            lines[1].ends_with("; request 2 CPUs: reservation inversion 0.000 ms (longest 0.000 ms); \
+                                wakeup latency: 0 waits (mean 0.0 us, p99 0.0 us, max 0.0 us)"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].ends_with("time at k CPUs: 0: 50.0%, 1: 50.0%; wakeup latency: 0 waits (mean 0.0 us, p99 0.0 us, max 0.0 us)"),
+            "no request: {}",
+            lines[2]
+        );
+    }
+
+    #[test]
+    fn periods_in_the_report() {
+        let row = |start_ns, cpu_ms, wait_ms| PeriodRow { start_ns, cpu_ms, wait_ms };
+        let mut cgroups = BTreeMap::new();
+        cgroups.insert(
+            "vm1".to_string(),
+            CgroupReport {
+                path: "/sys/fs/cgroup/vm1".into(),
+                id: 7,
+                max_cpus: 2,
+                cpu_time_ms: CgroupCpuTime::default(),
+                time_at_cpus_ms: vec![4.0, 3.0, 3.0],
+                nr_cgroups: 1,
+                request_cpus: None,
+                reservation_inversion_ms: None,
+                reservation_inversion_longest_ms: None,
+                reservation_inversion_by_ms: BTreeMap::new(),
+                wakeup_latency: WakeupLatency {
+                    n: 1,
+                    mean_us: 3000.0,
+                    p50_us: 3000.0,
+                    p99_us: 3000.0,
+                    max_us: 3000.0,
+                },
+                periods: Some(vec![row(10_000_000, 4.5, 0.0), row(15_000_000, 7.25, 1.5)]),
+                budget: None,
+            },
+        );
+        let r = TraceReport {
+            cgroups,
+            period_ns: Some(5_000_000),
+            ..empty_report(10_000_000)
+        };
+        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["period_ns"], 5_000_000);
+        assert_eq!(
+            v["cgroups"]["vm1"]["periods"],
+            serde_json::json!([
+                {"start_ns": 10_000_000u64, "cpu_ms": 4.5, "wait_ms": 0.0},
+                {"start_ns": 15_000_000u64, "cpu_ms": 7.25, "wait_ms": 1.5},
+            ])
+        );
+        assert_eq!(v["cgroups"]["vm1"]["wakeup_latency"]["p99_us"], 3000.0);
+        let back: TraceReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back.cgroups, r.cgroups);
+        assert_eq!(back.period_ns, Some(5_000_000));
+        let lines = r.cgroup_lines();
+        assert_eq!(lines.len(), 1, "one line per cgroup");
+        assert!(
+            lines[0].ends_with(
+                "; wakeup latency: 1 waits (mean 3000.0 us, p99 3000.0 us, max 3000.0 us); \
+                 2 periods of 5 ms: CPU at most 7.250 ms per period"
+            ),
+            "{}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn budget_in_the_report() {
+        let vm = |budget| CgroupReport {
+            path: "/sys/fs/cgroup/vm1".into(),
+            id: 7,
+            max_cpus: 1,
+            cpu_time_ms: CgroupCpuTime::default(),
+            time_at_cpus_ms: vec![5.0, 5.0],
+            nr_cgroups: 1,
+            request_cpus: None,
+            reservation_inversion_ms: None,
+            reservation_inversion_longest_ms: None,
+            reservation_inversion_by_ms: BTreeMap::new(),
+            wakeup_latency: WakeupLatency::default(),
+            periods: None,
+            budget,
+        };
+        let mut cgroups = BTreeMap::new();
+        cgroups.insert(
+            "vm1".to_string(),
+            vm(Some(BudgetReport {
+                budget_ms: 5.0,
+                period_ms: 100.0,
+                periods: 10,
+                periods_over: 2,
+                max_period_ms: 8.0,
+                over_budget_ms: 4.5,
+                over_budget_while_waiting_ms: 3.25,
+                over_budget_while_waiting_by: BTreeMap::from([("vm2".to_string(), 3.25)]),
+                longest_ms: 2.0,
+            })),
+        );
+        cgroups.insert(
+            "vm2".to_string(),
+            vm(Some(BudgetReport {
+                budget_ms: 2.5,
+                period_ms: 10.0,
+                ..Default::default()
+            })),
+        );
+        cgroups.insert("vm3".to_string(), vm(None));
+        let r = TraceReport {
+            cgroups,
+            ..empty_report(10_000_000)
+        };
+        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["cgroups"]["vm1"]["budget"],
+            serde_json::json!({
+                "budget_ms": 5.0, "period_ms": 100.0, "periods": 10, "periods_over": 2,
+                "max_period_ms": 8.0, "over_budget_ms": 4.5,
+                "over_budget_while_waiting_ms": 3.25,
+                "over_budget_while_waiting_by": {"vm2": 3.25},
+                "longest_ms": 2.0,
+            })
+        );
+        assert_eq!(v["cgroups"]["vm2"]["budget"]["over_budget_while_waiting_by"], serde_json::json!({}));
+        assert!(v["cgroups"]["vm3"].get("budget").is_none(), "no --budget");
+        let back: TraceReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back.cgroups, r.cgroups);
+        let lines = r.cgroup_lines();
+        assert!(
+            lines[0].ends_with(
+                "; budget 5/100 ms: 2/10 periods over, over budget while another waited 3.250 ms (longest 2.000 ms)"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].ends_with("; budget 2.5/10 ms: 0/0 periods over, over budget while another waited 0.000 ms (longest 0.000 ms)"), "{}", lines[1]);
+        assert!(lines[2].ends_with("max 0.0 us)"), "{}", lines[2]);
     }
 }

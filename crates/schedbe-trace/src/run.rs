@@ -193,6 +193,8 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         nr_cgroups: watch.as_ref().map_or(0, |w| w.targets.len()),
         requests: watch.as_ref().map(|w| w.requests()).unwrap_or_default(),
         timeline: timeline_range,
+        period_ns: checked.period_ns,
+        budgets: watch.as_ref().map(|w| w.budgets(&checked.budgets)).unwrap_or_default(),
     });
     if let Some(w) = &watch {
         for (id, set) in w.mapped() {
@@ -312,6 +314,26 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
             "only one --cgroup has a CPU request (PATH=REQ): its reservation inversion needs another one above its request, so it is 0".into(),
         );
     }
+    if res.cgroups.iter().any(|c| c.periods.as_ref().is_some_and(|p| p.is_empty())) {
+        warnings.push(
+            "--period-ms: no whole period [k*T, (k+1)*T) of the clock lies in the window: the per-period series are empty".into(),
+        );
+    }
+    if checked.budgets.len() == 1 {
+        warnings.push(
+            "only one --cgroup has a --budget: its over-budget inversion needs another budgeted cgroup waiting, so it is 0".into(),
+        );
+    }
+    let targets = watch.as_ref().map(|w| &w.targets[..]).unwrap_or_default();
+    for (t, b) in targets.iter().zip(&res.cgroups).filter_map(|(t, c)| Some((t, c.budget.as_ref()?))) {
+        if b.periods == 0 {
+            warnings.push(format!(
+                "--budget {}: no whole period of {} ms lies in the window: its periods, periods_over, max_period_ms and over_budget_ms are 0",
+                t.key,
+                b.period_ns as f64 / 1e6
+            ));
+        }
+    }
     let timeline = match (&args.timeline, timeline_range) {
         (Some(path), Some((from, to))) => {
             let segments = std::mem::take(&mut res.segments);
@@ -373,6 +395,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
             .collect(),
         lc_wait_us: res.lc_wait,
         tasks,
+        period_ns: checked.period_ns,
         cgroups: watch.as_ref().map(|w| w.report(&res.cgroups)).unwrap_or_default(),
         timeline,
         lc_waits_open_at_end: res.lc_waits_open_at_end,

@@ -17,14 +17,22 @@
 //! Each cgroup also counts its waiting tasks (a waiting task counts for the
 //! set it was last seen in: switched in, woken, or found by the snapshot),
 //! which with the running count is what the reservation inversion
-//! ([`super::reservation`]) needs.
+//! ([`super::reservation`]) needs. With a period ([`super::period`]) the
+//! time integral of both counts (its CPU time and its tasks' wait time) is
+//! also split into the periods, and each cgroup keeps the wakeup latency of
+//! its tasks ([`super::latency`]; a wait counts with the set it was counted
+//! waiting in). The cgroups given a CPU budget are told their running CPUs
+//! and waiting tasks too ([`super::budget`]).
 
 use std::collections::HashMap;
 
+use super::budget::Budget;
 use super::cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
+use super::latency::Latency;
+use super::period::Grid;
 use super::reservation::Reservation;
 use super::state::Occ;
-use super::{CgroupStats, Replay, Tier};
+use super::{CgroupStats, PeriodStats, Pid, Replay, ReplayConfig, Tier};
 
 #[derive(Clone, Debug, Default)]
 struct Group {
@@ -39,6 +47,10 @@ struct Group {
     lc_ns: u64,
     be_ns: u64,
     other_ns: u64,
+    /// Its completed waits that began with a wakeup.
+    wakeup: Latency,
+    /// Per period of the grid: (CPU time, wait time), ns.
+    periods: Vec<(u64, u64)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -49,21 +61,43 @@ pub(super) struct Cgroups {
     window_start: u64,
     window_end: u64,
     reservation: Reservation,
+    budget: Budget,
+    /// The periods (None: no per-period series).
+    grid: Option<Grid>,
 }
 
 impl Cgroups {
-    /// `n` requested cgroups; `requests[i]`, the CPU request of cgroup `i`
-    /// in milli-CPUs (missing: none).
-    pub(super) fn new(n: usize, requests: &[Option<u64>], window_start: u64, window_end: u64) -> Self {
+    /// `cfg.nr_cgroups` requested cgroups; `cfg.requests[i]`, the CPU
+    /// request of cgroup `i` in milli-CPUs (missing: none); `cfg.budgets[i]`
+    /// its CPU budget (missing: none); `cfg.period_ns`, the per-period
+    /// series' period in ns (None or 0: none).
+    pub(super) fn new(cfg: &ReplayConfig) -> Self {
+        let (n, window_start, window_end) = (cfg.nr_cgroups, cfg.window_start, cfg.window_end);
         assert!(n <= MAX_CGROUPS, "at most {MAX_CGROUPS} cgroups");
-        let requests = (0..n).map(|i| requests.get(i).copied().flatten()).collect();
+        let requests = (0..n).map(|i| cfg.requests.get(i).copied().flatten()).collect();
+        let grid = cfg
+            .period_ns
+            .filter(|&p| p > 0 && n > 0)
+            .map(|p| Grid::new(p, window_start, window_end));
+        let group = Group {
+            periods: vec![(0, 0); grid.map_or(0, |g| g.count())],
+            ..Group::default()
+        };
         Cgroups {
             members: HashMap::new(),
-            groups: vec![Group::default(); n],
+            groups: vec![group; n],
             window_start,
             window_end,
             reservation: Reservation::new(requests, window_start, window_end),
+            budget: Budget::new(&cfg.budgets, n, cfg.grace_ns, window_start, window_end),
+            grid,
         }
+    }
+
+    /// Are waiting tasks counted (the reservation inversion or the
+    /// per-period wait time needs them)?
+    fn track_waiting(&self) -> bool {
+        self.reservation.active() || self.grid.is_some()
     }
 
     /// The requested cgroups cgroup `id` is in (0: none, or not recorded).
@@ -74,9 +108,9 @@ impl Cgroups {
         self.members.get(&id).copied().unwrap_or(0)
     }
 
-    /// Settle group `g`'s histogram up to `now`.
+    /// Settle group `g`'s histogram (and periods) up to `now`.
     fn settle(&mut self, g: usize, now: u64) {
-        let (ws, we) = (self.window_start, self.window_end);
+        let (ws, we, grid) = (self.window_start, self.window_end, self.grid);
         let gr = &mut self.groups[g];
         let a = gr.since.max(ws);
         let b = now.min(we);
@@ -86,6 +120,14 @@ impl Cgroups {
                 gr.time_at.resize(k + 1, 0);
             }
             gr.time_at[k] += b - a;
+            if let Some(grid) = grid.filter(|_| gr.running > 0 || gr.waiting > 0) {
+                let (running, waiting) = (gr.running as u64, gr.waiting as u64);
+                for (i, d) in grid.split(a, b) {
+                    let p = &mut gr.periods[i];
+                    p.0 += running * d;
+                    p.1 += waiting * d;
+                }
+            }
         }
         gr.since = gr.since.max(now);
     }
@@ -95,11 +137,14 @@ impl Cgroups {
         self.count(old, new, now, |g| &mut g.running);
     }
 
-    /// A task waiting since before `now` in `old` now waits in `new` (0: it
-    /// starts or stops waiting).
-    pub(super) fn wait_change(&mut self, old: CgroupSet, new: CgroupSet, now: u64) {
-        if self.reservation.active() {
+    /// Task `pid`, waiting since `since`, waited in `old` and now waits in
+    /// `new` at `now` (0: it starts or stops waiting).
+    pub(super) fn wait_change(&mut self, (pid, since): (Pid, u64), old: CgroupSet, new: CgroupSet, now: u64) {
+        if self.track_waiting() {
             self.count(old, new, now, |g| &mut g.waiting);
+        }
+        if self.budget.active() {
+            self.budget.wait_change(old, new, pid, since, now);
         }
     }
 
@@ -117,11 +162,14 @@ impl Cgroups {
         }
     }
 
-    /// Tell the reservation accounting group `g`'s counts.
+    /// Tell the reservation and budget accounting group `g`'s counts.
     fn refresh(&mut self, g: usize, now: u64) {
+        let gr = &self.groups[g];
         if self.reservation.active() {
-            let gr = &self.groups[g];
             self.reservation.refresh(g, gr.running, gr.waiting, now);
+        }
+        if self.budget.active() {
+            self.budget.set_running(g, gr.running, now);
         }
     }
 
@@ -140,13 +188,23 @@ impl Cgroups {
         }
     }
 
+    /// A wait of `ns` that began with a wakeup ended, counted waiting in `set`.
+    pub(super) fn wakeup(&mut self, set: CgroupSet, ns: u64) {
+        for g in bits(set) {
+            if let Some(gr) = self.groups.get_mut(g) {
+                gr.wakeup.record(ns);
+            }
+        }
+    }
+
     /// Close the window: one [`CgroupStats`] per requested cgroup.
     pub(super) fn finish(&mut self) -> Vec<CgroupStats> {
         let end = self.window_end;
         let reservations = self.reservation.finish();
+        let budgets = self.budget.finish();
         (0..self.groups.len())
-            .zip(reservations)
-            .map(|(g, reservation)| {
+            .zip(reservations.into_iter().zip(budgets))
+            .map(|(g, (reservation, budget))| {
                 self.settle(g, end);
                 let gr = &self.groups[g];
                 // the most CPUs held for a non-zero time: simultaneous events
@@ -154,6 +212,17 @@ impl Cgroups {
                 let max = gr.time_at.iter().rposition(|&t| t > 0).unwrap_or(0);
                 let mut time_at = gr.time_at.clone();
                 time_at.resize(max + 1, 0);
+                let periods = self.grid.map(|grid| {
+                    gr.periods
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(cpu_ns, wait_ns))| PeriodStats {
+                            start_ns: grid.start(i),
+                            cpu_ns,
+                            wait_ns,
+                        })
+                        .collect()
+                });
                 CgroupStats {
                     max_cpus: max as u32,
                     lc_ns: gr.lc_ns,
@@ -161,6 +230,9 @@ impl Cgroups {
                     other_ns: gr.other_ns,
                     time_at_cpus_ns: time_at,
                     reservation,
+                    wakeup_latency: gr.wakeup.summary(),
+                    periods,
+                    budget,
                 }
             })
             .collect()

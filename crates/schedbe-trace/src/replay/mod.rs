@@ -32,7 +32,24 @@
 //!   the time `g` ran on fewer CPUs than its request while one of its tasks
 //!   waited (a waiting task counts with the cgroup it was last seen in,
 //!   switched in, woken or found by the snapshot) and another cgroup with a
-//!   request ran on more CPUs than its own; see `reservation`.
+//!   request ran on more CPUs than its own; see `reservation`;
+//! * **wakeup latency**: the distribution of the waits of its tasks that
+//!   began with a wakeup (woken or new, not preempted), from becoming
+//!   runnable to being switched in, for waits ending in the window; a wait
+//!   counts with the cgroup the task was last seen in, as for the
+//!   reservation inversion; see `latency`;
+//! * **per-period series** (with `period_ns`, T): for each period `[k * T,
+//!   (k + 1) * T)` of the events' clock entirely inside the window, the CPU
+//!   time of its tasks (as for CPU time) and their wait time (summed over
+//!   tasks, counted as for the reservation inversion), both clipped to the
+//!   period; see `period`.
+//! * **over-budget inversion** (cgroups given a CPU budget C per period T,
+//!   `budgets`): the time `g` ran with its CPU time in its current period
+//!   `[k * T, (k + 1) * T)` at C or more while another budgeted cgroup,
+//!   under its own budget, had a task waiting longer than the grace period
+//!   (waits counted as for the reservation inversion), per other cgroup;
+//!   and per whole period in the window its CPU time against C; see
+//!   `budget`.
 //!
 //! With `timeline`, every interval a task occupied a CPU is also kept as a
 //! [`Segment`].
@@ -63,17 +80,22 @@
 //! per-task state), `process` (one event at a time), `cpu` (per-CPU time
 //! accounting), `wait` (waiting-task transitions), `cgroup` (per-cgroup
 //! concurrency and waiting tasks), `reservation` (reservation inversion
-//! between cgroups with CPU requests), `timeline` (run segments).
+//! between cgroups with CPU requests), `latency` (per-cgroup wakeup
+//! latency), `period` (the per-period series' periods), `budget` (CPU
+//! budgets and the over-budget inversion), `timeline` (run segments).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 
 use hdrhistogram::Histogram;
 
+mod budget;
 mod cgroup;
 mod cgroup_set;
 mod cpu;
 mod event;
+mod latency;
+mod period;
 mod process;
 mod reservation;
 mod state;
@@ -84,10 +106,12 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
+pub use budget::BudgetSpec;
 pub use cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
 pub use event::{CpuMask, Event, EventKind, Pid, Switch, Tier, Wake};
 pub use stats::{
-    CgroupStats, CpuStats, Diagnostics, ReplayResult, ReservationStats, TaskStats, WaitSummary,
+    BudgetStats, CgroupStats, CpuStats, Diagnostics, LatencyStats, PeriodStats, ReplayResult, ReservationStats,
+    TaskStats, WaitSummary,
 };
 pub use timeline::Segment;
 use cgroup::Cgroups;
@@ -122,6 +146,13 @@ pub struct ReplayConfig {
     /// Keep the run segments within [from, to) (CLOCK_MONOTONIC ns) for the
     /// timeline; None: keep none.
     pub timeline: Option<(u64, u64)>,
+    /// Period of the per-cgroup per-period series, ns (None: none): periods
+    /// `[k * T, (k + 1) * T)` of the events' clock entirely in the window.
+    pub period_ns: Option<u64>,
+    /// CPU budgets of the requested cgroups, by index (None or missing: no
+    /// budget): the over-budget inversion is computed between those that
+    /// have one (with `grace_ns`).
+    pub budgets: Vec<Option<BudgetSpec>>,
 }
 
 pub struct Replay {
@@ -165,7 +196,7 @@ impl Replay {
             processed: 0,
             diag: Diagnostics::default(),
             by_grace: vec![0; cfg.extra_graces_ns.len()],
-            cgroups: Cgroups::new(cfg.nr_cgroups, &cfg.requests, cfg.window_start, cfg.window_end),
+            cgroups: Cgroups::new(&cfg),
             segments: Vec::new(),
             cfg,
         }

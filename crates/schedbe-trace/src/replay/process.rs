@@ -1,6 +1,7 @@
 //! Applying one event to the replay state.
 
 use super::state::{Occ, TState};
+use super::wait::WaitCause;
 use super::{CpuMask, Event, EventKind, Replay, Switch, Tier};
 
 impl Replay {
@@ -23,7 +24,7 @@ impl Replay {
                     TState::Running(_) => self.task(w.pid).pending = Some((w.tier, w.mask)),
                     TState::Waiting => self.update_waiter(w.pid, now, None, Some(w.mask)),
                     TState::Sleeping | TState::Unknown => {
-                        self.start_wait(w.pid, now, now, w.tier, w.mask, Some(w.task_cpu))
+                        self.start_wait(w.pid, now, WaitCause::Wakeup, w.tier, w.mask, Some(w.task_cpu))
                     }
                 }
             }
@@ -41,14 +42,14 @@ impl Replay {
                         self.diag.wakeups_without_waking += 1;
                         let t = &self.tasks[&pid];
                         let (tier, mask) = (t.tier.unwrap_or(Tier::Lc), t.mask.clone());
-                        self.start_wait(pid, now, now, tier, mask, Some(task_cpu))
+                        self.start_wait(pid, now, WaitCause::Wakeup, tier, mask, Some(task_cpu))
                     }
                 }
             }
             EventKind::WakeupNew(w) => {
                 self.set_tier(w.pid, w.tier, now);
                 self.note_cgroup(w.pid, w.cgroup, now);
-                self.start_wait(w.pid, now, now, w.tier, w.mask, Some(w.task_cpu));
+                self.start_wait(w.pid, now, WaitCause::Wakeup, w.tier, w.mask, Some(w.task_cpu));
             }
             EventKind::Migrate { pid, dest, mask } => {
                 if pid == 0 {
@@ -102,8 +103,7 @@ impl Replay {
                 // runnable since before tracing started.
                 if w.pid != 0 && !self.tasks.contains_key(&w.pid) {
                     self.note_cgroup(w.pid, w.cgroup, now);
-                    let since = self.cfg.trace_start.min(now);
-                    self.start_wait(w.pid, now, since, w.tier, w.mask, Some(w.task_cpu));
+                    self.start_wait(w.pid, now, WaitCause::Snapshot, w.tier, w.mask, Some(w.task_cpu));
                 }
             }
             EventKind::InitDone => {
@@ -159,10 +159,10 @@ impl Replay {
             if prev_runnable {
                 let tier = prev_tier.or(known_tier).unwrap_or(Tier::Lc);
                 let mask = prev_mask.unwrap_or(CpuMask::ALL);
-                self.start_wait(prev, now, now, tier, mask, Some(c as u32));
+                self.start_wait(prev, now, WaitCause::Preempted, tier, mask, Some(c as u32));
             } else if let Some((tier, mask)) = pending {
                 // woken while still switching out: runnable from now on
-                self.start_wait(prev, now, now, tier, mask, Some(c as u32));
+                self.start_wait(prev, now, WaitCause::Wakeup, tier, mask, Some(c as u32));
             } else if prev_dead
                 && !self.cfg.keep_exited
                 && self

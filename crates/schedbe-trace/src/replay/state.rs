@@ -36,6 +36,8 @@ pub(super) struct Task {
     pub(super) state: TState,
     /// Waiting since (valid in TState::Waiting).
     pub(super) since: u64,
+    /// The current wait began with a wakeup (valid in TState::Waiting).
+    pub(super) woken: bool,
     pub(super) mask: CpuMask,
     /// A sched_waking seen while the task was on a CPU (see module docs).
     pub(super) pending: Option<(Tier, CpuMask)>,
@@ -55,6 +57,7 @@ impl Default for Task {
             tier: None,
             state: TState::Unknown,
             since: 0,
+            woken: false,
             mask: CpuMask::ALL,
             pending: None,
             last_cpu: None,

@@ -104,6 +104,64 @@ pub struct CgroupStats {
     /// Its reservation inversion, when it was given a CPU request.
     #[serde(default)]
     pub reservation: Option<ReservationStats>,
+    /// Its completed waits that began with a wakeup (see `latency`).
+    #[serde(default)]
+    pub wakeup_latency: LatencyStats,
+    /// Its CPU and wait time per period (`ReplayConfig::period_ns`; see
+    /// `period`), None without a period.
+    #[serde(default)]
+    pub periods: Option<Vec<PeriodStats>>,
+    /// Its CPU budget figures, when it was given a budget
+    /// (`ReplayConfig::budgets`; see `budget`).
+    #[serde(default)]
+    pub budget: Option<BudgetStats>,
+}
+
+/// CPU budget of one requested cgroup (see the `budget` module for the
+/// definitions), within the window.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetStats {
+    /// Its budget C per period T, ns.
+    pub budget_ns: u64,
+    pub period_ns: u64,
+    /// Periods `[k * T, (k + 1) * T)` entirely in the window.
+    pub periods: u64,
+    /// Those in which its CPU time exceeded C by more than the grace period.
+    pub periods_over: u64,
+    /// Its most CPU time in one of them.
+    pub max_period_ns: u64,
+    /// Its CPU time beyond C in them, summed.
+    pub over_budget_ns: u64,
+    /// Time it ran over its budget while another budgeted cgroup under its
+    /// own had a task waiting longer than the grace period, summed over the
+    /// other cgroups.
+    pub over_budget_while_waiting_ns: u64,
+    /// `by_ns[y]`: the part with requested cgroup `y` waiting.
+    pub by_ns: Vec<u64>,
+    /// The longest uninterrupted stretch of it (against any other cgroup).
+    pub longest_ns: u64,
+}
+
+/// Distribution of completed waits that began with a wakeup, in
+/// nanoseconds (quantiles to 3 significant figures, at most `max_ns`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub n: u64,
+    pub mean_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+/// One period `[start_ns, start_ns + period)` of a requested cgroup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeriodStats {
+    /// Its start, CLOCK_MONOTONIC ns (a multiple of the period).
+    pub start_ns: u64,
+    /// CPU time of the cgroup's tasks in it.
+    pub cpu_ns: u64,
+    /// Time its tasks were runnable but not running in it, summed over tasks.
+    pub wait_ns: u64,
 }
 
 /// Reservation inversion of one requested cgroup with a CPU request (see

@@ -4,12 +4,26 @@
 use super::state::TState;
 use super::{CpuMask, Pid, Replay, Tier};
 
+/// How a wait began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WaitCause {
+    /// Woken (sched_waking, or sched_wakeup without one) or new
+    /// (sched_wakeup_new): waiting from now; counts for the wakeup latency.
+    Wakeup,
+    /// Switched out while still runnable: waiting from now.
+    Preempted,
+    /// Found queued by the start-up snapshot: waiting since tracing started
+    /// at the latest.
+    Snapshot,
+}
+
 impl Replay {
+    /// Task `pid` starts waiting at `now` (if it was not already).
     pub(super) fn start_wait(
         &mut self,
         pid: Pid,
         now: u64,
-        since: u64,
+        cause: WaitCause,
         tier: Tier,
         mask: CpuMask,
         cpu: Option<u32>,
@@ -21,6 +35,10 @@ impl Replay {
             }
             return;
         }
+        let since = match cause {
+            WaitCause::Snapshot => self.cfg.trace_start.min(now),
+            WaitCause::Wakeup | WaitCause::Preempted => now,
+        };
         if tier == Tier::Lc {
             self.advance_be_idle(now);
             self.lc_waiting.insert((since, pid));
@@ -28,13 +46,14 @@ impl Replay {
         let t = self.task(pid);
         t.state = TState::Waiting;
         t.since = since;
+        t.woken = cause == WaitCause::Wakeup;
         t.tier = Some(tier);
         t.mask = mask;
         if cpu.is_some() {
             t.last_cpu = cpu;
         }
         let set = t.cgroups;
-        self.cgroups.wait_change(0, set, now);
+        self.cgroups.wait_change((pid, since), 0, set, now);
     }
 
     /// Task `pid` is in cgroup `id` (0: not recorded, nothing changes). A
@@ -45,10 +64,10 @@ impl Replay {
         }
         let set = self.cgroups.set_of(id);
         let t = self.task(pid);
-        let (old, waiting) = (t.cgroups, t.state == TState::Waiting);
+        let (old, waiting, since) = (t.cgroups, t.state == TState::Waiting, t.since);
         t.cgroups = set;
         if waiting {
-            self.cgroups.wait_change(old, set, now);
+            self.cgroups.wait_change((pid, since), old, set, now);
         }
     }
 
@@ -100,9 +119,9 @@ impl Replay {
 
     /// The waiting task `pid` is switched in on `cpu` at `now`.
     pub(super) fn end_wait(&mut self, pid: Pid, now: u64, cpu: usize) {
-        let (since, tier) = {
+        let (since, tier, woken) = {
             let t = &self.tasks[&pid];
-            (t.since, t.tier)
+            (t.since, t.tier, t.woken)
         };
         let d = self.clip(since, now);
         if tier == Some(Tier::Lc) {
@@ -121,7 +140,11 @@ impl Replay {
         let t = self.task(pid);
         t.wait_ns += d;
         t.state = TState::Sleeping;
+        t.woken = false;
         let set = t.cgroups;
-        self.cgroups.wait_change(set, 0, now);
+        self.cgroups.wait_change((pid, since), set, 0, now);
+        if woken && set != 0 && self.in_window(now) {
+            self.cgroups.wakeup(set, now.saturating_sub(since));
+        }
     }
 }

@@ -19,6 +19,8 @@ fn cfg(n: usize) -> ReplayConfig {
         nr_cgroups: 0,
         requests: vec![],
         timeline: None,
+        period_ns: None,
+        budgets: vec![],
     }
 }
 
@@ -112,6 +114,24 @@ fn wakeup(ts: u64, cpu: u32, pid: Pid) -> Event {
     }
 }
 
+/// LC task `pid` of cgroup `cg` woken (from CPU 0).
+fn waking_cg(ts: u64, pid: Pid, cg: u64) -> Event {
+    let mut e = waking(ts, 0, pid, Tier::Lc, u64::MAX);
+    if let EventKind::Waking(w) = &mut e.kind {
+        w.cgroup = cg;
+    }
+    e
+}
+
+/// `prev` is preempted on `cpu` by `next` of cgroup `cg`.
+fn preempt_cg(ts: u64, cpu: u32, prev: Pid, next: Pid, cg: u64) -> Event {
+    let mut e = preempt(ts, cpu, prev, Tier::Lc, u64::MAX, next, Tier::Lc);
+    if let EventKind::Switch(s) = &mut e.kind {
+        s.next_cgroup = cg;
+    }
+    e
+}
+
 fn run(cfg: ReplayConfig, evs: Vec<Event>) -> ReplayResult {
     let mut r = Replay::new(cfg);
     for e in evs {
@@ -128,9 +148,11 @@ fn cpu(r: &ReplayResult, c: u32) -> CpuStats {
         .1
 }
 
-
+mod budget;
 mod cgroups;
 mod inversion;
 mod lifecycle;
+mod periods;
 mod reservation;
 mod timeline;
+mod wakeup;

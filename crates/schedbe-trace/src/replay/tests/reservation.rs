@@ -10,24 +10,6 @@ const C: u64 = 30;
 const X: u64 = 99;
 const MAP: [(u64, CgroupSet); 4] = [(A, 0b001), (B, 0b010), (C, 0b100), (X, 0)];
 
-/// LC task `pid` of cgroup `cg` woken (from CPU 0).
-fn waking_cg(ts: u64, pid: Pid, cg: u64) -> Event {
-    let mut e = waking(ts, 0, pid, Tier::Lc, u64::MAX);
-    if let EventKind::Waking(w) = &mut e.kind {
-        w.cgroup = cg;
-    }
-    e
-}
-
-/// `prev` is preempted on `cpu` by `next` of cgroup `cg`.
-fn preempt_cg(ts: u64, cpu: u32, prev: Pid, next: Pid, cg: u64) -> Event {
-    let mut e = preempt(ts, cpu, prev, Tier::Lc, u64::MAX, next, Tier::Lc);
-    if let EventKind::Switch(s) = &mut e.kind {
-        s.next_cgroup = cg;
-    }
-    e
-}
-
 /// Replay with the first `requests.len()` cgroups of [`MAP`] requested
 /// (milli-CPUs), and check what holds for any figures: a pair's part is at
 /// most the total, the total at most the pairs' sum, the longest interval
