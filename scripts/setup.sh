@@ -16,10 +16,12 @@ fi
 # systemd's systemd-analyze verifies the shipped unit (packaging/systemd),
 # python3-yaml reads the Kubernetes manifests in the tests (deploy/kubernetes).
 # linux-perf (perf bench sched), rt-tests (cyclictest) and stress-ng are workloads of
-# `schedbe bench overhead`; its C build uses gcc, else clang-19.
+# `schedbe bench overhead`; its C build uses gcc, else clang-19. memcached and
+# qemu-system-x86 (below) are workloads of `schedbe bench akita-mc`.
 PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config kmod
       stress-ng busybox-static python3-venv python3-pytest python3-matplotlib
-      python3-yaml rt-tests linux-perf util-linux procps make ca-certificates systemd)
+      python3-yaml rt-tests linux-perf util-linux procps make ca-certificates systemd
+      memcached)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,6 +37,10 @@ if ((${#missing[@]})); then
         dpkg --configure -a || true
         apt-get install -y -qq --no-install-recommends -f >/dev/null || true
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+    # Debian starts memcached as a service; the bench runs its own, in the VM.
+    if [[ " ${missing[*]} " == *" memcached "* ]]; then
+        systemctl disable --now memcached >/dev/null 2>&1 || true
     fi
 fi
 

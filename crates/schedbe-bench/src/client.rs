@@ -274,7 +274,7 @@ impl Conn {
 
 /// Wait until a connection is readable or CLOCK_MONOTONIC reaches
 /// `until_ns` (ppoll: nanosecond timeout; RT threads get no timer slack).
-fn poll_until(pfds: &mut [libc::pollfd], until_ns: u64) -> usize {
+pub(crate) fn poll_until(pfds: &mut [libc::pollfd], until_ns: u64) -> usize {
     let now = monotonic_ns();
     let left = until_ns.saturating_sub(now);
     let ts = libc::timespec { tv_sec: (left / 1_000_000_000) as libc::time_t, tv_nsec: (left % 1_000_000_000) as libc::c_long };

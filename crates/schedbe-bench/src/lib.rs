@@ -20,6 +20,10 @@
 //! - `experiment`: srv-bg, weight-sweep, overload, lc-alone
 //! - `overhead`: schedbe's cost with no BE against EEVDF and peer schedulers
 //!   (perf bench sched, cyclictest, the LC server alone, a C build; BPF time per callback)
+//! - `memcached`: `bench mc-client`, an open-loop memcached load generator
+//!   (Poisson gets over a few connections; the Akita experiments' LC load)
+//! - `akita_exp`: the Akita paper's experiments (akita-mc: Fig. 5, akita-share:
+//!   Fig. 7), VMs as cgroups (libvirt's layout for a real QEMU), `bench duty`
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
 //! - `kube_exp`: the pods of k8s-lc-burst and k8s-lc-guar (paper 001's Kubernetes experiments)
 //! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
@@ -32,6 +36,7 @@
 //! lc-server ...`), so the CLI that embeds [`BenchCmd`] must mount it as the
 //! `bench` subcommand.
 
+pub mod akita_exp;
 pub mod be;
 pub mod cgroup;
 pub mod client;
@@ -41,6 +46,7 @@ pub mod experiment;
 pub mod kube_exp;
 pub mod kubepods;
 pub mod load;
+pub mod memcached;
 pub mod overhead;
 pub mod park;
 pub mod peers;
@@ -121,6 +127,18 @@ pub enum BenchCmd {
         /// An experiment's output directory (with bench.json or overhead.json)
         dir: PathBuf,
     },
+    /// Akita's Fig. 5: a HI memcached VM alone, then next to three LO VMs
+    /// (one a real QEMU), on one CPU; eevdf (same pinning) vs akita
+    AkitaMc(akita_exp::McArgs),
+    /// Akita's Fig. 7: a HI VM's demand steps up next to three CPU-bound LO
+    /// VMs; it gets its demand up to C_pes/T, the LO VMs share the rest
+    AkitaShare(akita_exp::ShareArgs),
+    /// Helper: a periodic CPU demand (burn MS per period)
+    #[command(hide = true)]
+    Duty(akita_exp::DutyArgs),
+    /// Open-loop memcached load: Poisson `get`s of uniform keys over a few
+    /// connections; latency p50/p99/p99.9 from the intended send times
+    McClient(memcached::McClientArgs),
     /// Helper: the LC server
     #[command(hide = true)]
     LcServer(server::ServerArgs),
@@ -169,6 +187,10 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
             }
             Ok(())
         }
+        BenchCmd::McClient(a) => memcached::cli(a),
+        BenchCmd::AkitaMc(a) => akita_exp::mc(a),
+        BenchCmd::AkitaShare(a) => akita_exp::share(a),
+        BenchCmd::Duty(a) => akita_exp::duty_main(a),
         BenchCmd::LcServer(a) => server::run(a),
         BenchCmd::Client(a) => client::run(a),
         BenchCmd::BeWorker(a) => be::run(a),

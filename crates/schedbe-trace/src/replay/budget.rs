@@ -8,7 +8,9 @@
 //! [`super::period`]). Its **usage** is the CPU time of its tasks (counted
 //! as for its CPU time: every CPU running one of them) since its current
 //! period started; before tracing it counts as 0. At each instant `g` is
-//! **over** its budget when its usage is `>= C`, **under** otherwise.
+//! **under** its budget when its usage is `< C`, and **over** it when its
+//! usage is `>= C + grace` (the grace allows for the scheduler's timer and
+//! IPI, which stop a task a moment after its slice ends at the budget).
 //!
 //! For budgeted cgroups `X != Y`, `X` is in **over-budget inversion against
 //! `Y`** while `X` is over its budget and runs on at least one CPU, and `Y`
@@ -24,7 +26,7 @@
 //! The state changes at events (a budgeted cgroup's running CPUs or waiting
 //! tasks change, told by [`super::cgroup::Cgroups`]) and between them at
 //! the instants computed by [`Budget::advance`]: a period boundary, a usage
-//! reaching `C` (usage grows by the running CPUs per ns), a wait reaching
+//! reaching `C` or `C + grace` (usage grows by the running CPUs per ns), a wait reaching
 //! the grace. Time is settled up to each of them in turn, to the ns.
 //!
 //! Per whole period inside the window it also keeps the usage: the largest,
@@ -210,12 +212,15 @@ impl Budget {
                     (running > 0 || s.used > 0).then(|| (s.k + 1).saturating_mul(s.period));
                 let reaches_budget = (running > 0 && s.used < s.budget)
                     .then(|| t + (s.budget - s.used).div_ceil(running));
+                let over_limit = s.budget.saturating_add(grace);
+                let reaches_over = (running > 0 && s.used < over_limit)
+                    .then(|| t + (over_limit - s.used).div_ceil(running));
                 let past_grace = s
                     .waiting
                     .first()
                     .map(|&(w, _)| w.saturating_add(grace))
                     .filter(|&w| w > t);
-                [boundary, reaches_budget, past_grace]
+                [boundary, reaches_budget, reaches_over, past_grace]
             })
             .flatten()
             .min()
@@ -263,11 +268,13 @@ impl Budget {
                 s.k = t / s.period;
                 s.used = 0;
             }
-            let over = s.used >= s.budget;
-            if over && s.running > 0 {
+            // Running past the budget counts once beyond the grace: the
+            // scheduler's slice ends at the budget, but its timer and IPI
+            // take a moment to stop the task (the same allowance as waits get).
+            if s.used >= s.budget.saturating_add(grace) && s.running > 0 {
                 over_running |= 1 << g;
             }
-            if !over
+            if s.used < s.budget
                 && s.waiting
                     .first()
                     .is_some_and(|&(w, _)| w.saturating_add(grace) <= t)

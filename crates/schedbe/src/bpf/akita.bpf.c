@@ -234,35 +234,17 @@ out:
 #include "akita_server.bpf.h"
 
 /*
- * Charge @p's CPU time since its stint began. A vCPU that used its budget
- * while still runnable is throttled for the period; a HI vCPU that used
- * C_opt while still runnable needs C_pes: it gets hot and its CPU enters
- * HI mode at once (section 3.3).
+ * Charge @d ns, ending at @now, to server @r's current period. A vCPU that
+ * used its budget while still runnable is throttled for the period; a HI
+ * vCPU that used C_opt while still runnable needs C_pes: it gets hot and its
+ * CPU enters HI mode at once (section 3.3).
  */
-static void charge(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now, bool runnable)
+static __always_inline void charge_period(const struct akita_server_conf *c, struct akita_server_run *r,
+					   struct akita_cpu_run *cr, u64 d, u64 now, bool runnable)
 {
-	struct akita_server_conf *c;
-	struct akita_server_run *r;
-	struct akita_cpu_run *cr = crun(cpu);
-	u64 d = now - tctx->run_start, in_budget;
-
-	tctx->run_start = now;
-	if (!cr)
-		return;
-	if (tctx->kind == KIND_HOST) {
-		cr->host_ns += d;
-		return;
-	}
-	if (tctx->kind == KIND_BE) {
-		cr->be_ns += d;
-		return;
-	}
-	if (tctx->server < 0 || !(c = sconf(tctx->server)) || !(r = srun(tctx->server)))
-		return;
-	if (c->cpu != cpu || r->gen != c->gen)
-		return;		/* moved or replaced while it ran: nothing to charge to */
 	/* the part beyond the budget (timer and IPI latency, or slack) is not budget */
-	in_budget = r->used_ns < c->budget_ns ? c->budget_ns - r->used_ns : 0;
+	u64 in_budget = r->used_ns < c->budget_ns ? c->budget_ns - r->used_ns : 0;
+
 	if (in_budget > d)
 		in_budget = d;
 	r->active_ns += in_budget;
@@ -280,6 +262,45 @@ static void charge(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 no
 		r->temperature = initial_temperature;
 		enter_hi_mode(cr, now);
 	}
+}
+
+/*
+ * Charge @p's CPU time since its stint began: to its CPU's host or BE
+ * counter, or to its server. A stint that crossed the server's period
+ * boundary (the slice ends there, but the timer and the IPI take a moment)
+ * is split: the part after the boundary belongs to the new period, or the
+ * server would get that much more than its budget in it.
+ */
+static void charge(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now, bool runnable)
+{
+	struct akita_server_conf *c;
+	struct akita_server_run *r;
+	struct akita_cpu_run *cr = crun(cpu);
+	u64 start = tctx->run_start, d = now - start, end;
+
+	tctx->run_start = now;
+	if (!cr)
+		return;
+	if (tctx->kind == KIND_HOST) {
+		cr->host_ns += d;
+		return;
+	}
+	if (tctx->kind == KIND_BE) {
+		cr->be_ns += d;
+		return;
+	}
+	if (tctx->server < 0 || !(c = sconf(tctx->server)) || !(r = srun(tctx->server)))
+		return;
+	if (c->cpu != cpu || r->gen != c->gen)
+		return;		/* moved or replaced while it ran: nothing to charge to */
+	end = r->period_start + c->period_ns;
+	if (c->period_ns && now > end) {
+		if (start < end)
+			charge_period(c, r, cr, end - start, end, runnable);
+		sync_server(c, r, now);
+		d = now - (start > r->period_start ? start : r->period_start);
+	}
+	charge_period(c, r, cr, d, now, runnable);
 }
 
 /*

@@ -138,9 +138,10 @@ fn usage_is_summed_over_cpus_the_inversion_is_wall_time() {
 
 #[test]
 fn a_wait_counts_once_it_exceeds_the_grace() {
-    // Y wakes at 4.5 ms; X is over from 5 ms to 8 ms
+    // Y wakes at 4.5 ms; X reaches its budget at 5 ms and runs to 8 ms. With
+    // a grace g, X counts as over from 5 ms + g and Y's wait from 4.5 ms + g.
     let budgets = [spec(5 * MS, 100 * MS), spec(10 * MS, 100 * MS)];
-    for (grace, want) in [(0, 3 * MS), (MS, 2500 * US), (3500 * US, 0), (4 * MS, 0)] {
+    for (grace, want) in [(0, 3 * MS), (MS, 2 * MS), (2 * MS, MS), (3 * MS, 0), (4 * MS, 0)] {
         let mut c = cfg(1);
         c.grace_ns = grace;
         let res = run_budget(c, &budgets, x_runs_while_y_waits(4500 * US));

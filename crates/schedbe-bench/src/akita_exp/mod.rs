@@ -1,0 +1,184 @@
+//! The Akita paper's experiments (shared/papers/004, section 4), scaled to
+//! the VM: `schedbe bench akita-mc` (Fig. 5, a HI memcached VM next to LO
+//! VMs) and `schedbe bench akita-share` (Fig. 7, a HI VM's share intact).
+//!
+//! Every VM is pinned to one CPU (the last, by default) under both
+//! configurations: `eevdf` (no sched_ext scheduler, the kernel's fair class
+//! with the same pinning, as the paper compares against KVM/CFS) and `akita`
+//! (`schedbe run --policy akita` with the VMs' Table 1 types). The load
+//! generator and the harness run on the other CPUs. Configurations are
+//! interleaved within each repetition.
+
+mod duty;
+mod fig5;
+mod fig7;
+mod vms;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+pub use duty::{run as duty_main, DutyArgs};
+pub use fig5::{run as mc, McArgs};
+pub use fig7::{run as share, ShareArgs};
+
+use crate::experiment::resolve_schedbe_bin;
+use crate::scx::{self, SchedCmd, Scheduler};
+
+/// A configuration of the Akita experiments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cfg {
+    Eevdf,
+    Akita,
+}
+
+impl Cfg {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cfg::Eevdf => "eevdf",
+            Cfg::Akita => "akita",
+        }
+    }
+}
+
+fn parse_configs(s: &str) -> Result<Vec<Cfg>> {
+    let mut out = Vec::new();
+    for c in s.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        out.push(match c {
+            "eevdf" => Cfg::Eevdf,
+            "akita" => Cfg::Akita,
+            _ => bail!("unknown configuration {c:?}: expected eevdf or akita"),
+        });
+    }
+    if out.is_empty() {
+        bail!("--configs is empty");
+    }
+    Ok(out)
+}
+
+/// Options every Akita experiment takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Configurations, comma-separated: eevdf, akita
+    #[arg(long, default_value = "eevdf,akita")]
+    pub configs: String,
+    /// Repetitions (configurations interleaved in each)
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// The CPU every VM is pinned to [default: the last CPU]
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Output directory [default: results/tmp/bench/<experiment>-<UTC time>]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The schedbe binary to run as the scheduler [default: this one]
+    #[arg(long)]
+    pub schedbe_bin: Option<PathBuf>,
+    /// Do not draw the figure (scripts/plot_akita.py)
+    #[arg(long)]
+    pub no_plot: bool,
+}
+
+/// What a run of an experiment needs, resolved from CommonArgs.
+pub struct Setup {
+    pub configs: Vec<Cfg>,
+    pub reps: usize,
+    pub cpu: usize,
+    pub out: PathBuf,
+    pub schedbe: Option<PathBuf>,
+    /// This binary, for its helper subcommands.
+    pub exe: PathBuf,
+    pub nr_cpus: usize,
+}
+
+impl Setup {
+    pub fn new(a: &CommonArgs, experiment: &str) -> Result<Setup> {
+        let configs = parse_configs(&a.configs)?;
+        if !(1..=100).contains(&a.reps) {
+            bail!("--reps must be in [1, 100], got {}", a.reps);
+        }
+        let nr_cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        if nr_cpus < 2 {
+            bail!("the Akita experiments need 2 CPUs or more (the VMs' CPU and one for the load generator)");
+        }
+        let cpu = a.cpu.unwrap_or(nr_cpus - 1);
+        if cpu >= nr_cpus {
+            bail!("--cpu {cpu}: this machine has CPUs 0-{}", nr_cpus - 1);
+        }
+        let schedbe = resolve_schedbe_bin(a.schedbe_bin.as_deref());
+        if configs.contains(&Cfg::Akita) && schedbe.is_none() {
+            bail!("configuration akita: no schedbe binary found (--schedbe-bin)");
+        }
+        if scx::sched_ext_state().is_none() && configs.contains(&Cfg::Akita) {
+            bail!("this kernel has no sched_ext (/sys/kernel/sched_ext missing); run in the VM (scripts/vm.sh)");
+        }
+        let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tmp/bench/{experiment}-{}", crate::experiment::utc_stamp())));
+        std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
+        let exe = std::env::current_exe().context("cannot find this binary")?;
+        Ok(Setup { configs, reps: a.reps, cpu, out, schedbe, exe, nr_cpus })
+    }
+
+    /// The CPUs other than the VMs' (the load generator's).
+    pub fn other_cpus(&self) -> Vec<usize> {
+        (0..self.nr_cpus).filter(|c| *c != self.cpu).collect()
+    }
+
+    /// Run `body` under `cfg` with the VMs' cgroups fresh and, for akita,
+    /// schedbe loaded with their vms.toml; everything is torn down after.
+    pub fn with_config<T>(&self, cfg: Cfg, vmset: &[vms::Vm], run_dir: &Path, body: impl FnOnce() -> Result<T>) -> Result<T> {
+        std::fs::create_dir_all(run_dir).with_context(|| format!("mkdir {}", run_dir.display()))?;
+        vms::make_cgroups(vmset)?;
+        let toml = run_dir.join("vms.toml");
+        std::fs::write(&toml, vms::vms_toml(vmset, self.cpu)).with_context(|| format!("write {}", toml.display()))?;
+        let loaded = match cfg {
+            Cfg::Eevdf => None,
+            Cfg::Akita => {
+                let args: Vec<String> =
+                    ["--policy", "akita", "--vms", &toml.to_string_lossy(), "--stats", "1", "--json"].iter().map(|s| s.to_string()).collect();
+                let cmd = SchedCmd::new(Scheduler::Schedbe, self.schedbe.as_deref(), &args, None)?;
+                Some(scx::load(&cmd, run_dir, scx::LOAD_TIMEOUT)?)
+            }
+        };
+        let r = body();
+        if let Some(l) = loaded {
+            for w in l.stop() {
+                eprintln!("bench: warning: {w}");
+            }
+        }
+        // the body's processes are gone (Proc kills on drop); give the kernel a moment
+        std::thread::sleep(Duration::from_millis(200));
+        vms::remove_tree(&Path::new(vms::ROOT).join(vms::BASE));
+        r
+    }
+
+    /// A helper subcommand of this binary.
+    pub fn helper(&self, sub: &str) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(["bench", sub]);
+        c
+    }
+
+    pub fn plot(&self, no_plot: bool) {
+        if no_plot {
+            return;
+        }
+        match crate::scripts::find_script("plot_akita.py") {
+            Some(s) => match crate::scripts::run_plot_script(&s, &self.out) {
+                Ok(pngs) => pngs.iter().for_each(|p| println!("figure: {p}")),
+                Err(e) => eprintln!("bench: warning: no figure: {e:#}"),
+            },
+            None => eprintln!("bench: warning: scripts/plot_akita.py not found: no figure"),
+        }
+    }
+}
+
+/// Median [min-max] of `v`, formatted, or "-".
+pub fn med(v: &[f64], prec: usize) -> String {
+    match crate::stats::spread(v) {
+        Some(s) => format!("{:.p$} [{:.p$}-{:.p$}]", s.median, s.min, s.max, p = prec),
+        None => "-".into(),
+    }
+}
