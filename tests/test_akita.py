@@ -16,7 +16,6 @@ within 10% of each other over the window.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -294,3 +293,21 @@ def test_no_stall_when_everything_is_cpu_bound(procs):
     assert min(host_cpu) > 1.0, "every host hog must progress"
     assert be_cpu > 0.0, "BE must get guard slices"
     assert all(v > 1e6 for v in vm_cpu.values()), f"every VM gets at least its budget: {vm_cpu}"
+
+
+def test_switch_policy_leaves_nothing(procs):
+    """Switching policy is unload and load: after akita stops, its control
+    socket is gone and sched_ext is disabled; the SCHED_BE policy then loads
+    and unloads as usual, and akita loads again after it."""
+    make_cgroups(["a"])
+    f = write_vms("akita-switch", vm_toml([("a", "LO", 2)]))
+    with akita(f, "akita-switch-1"):
+        assert os.path.exists(SOCKET)
+    assert tl.scx_state() == "disabled"
+    assert not os.path.exists(SOCKET), "the control socket must go with the daemon"
+    with tl.Schedbe("--no-park", name="akita-switch-schedbe") as s:
+        s.check_running()
+        assert tl.scx_ops().startswith("schedbe") and "akita" not in tl.scx_ops()
+    with akita(f, "akita-switch-2") as s:
+        assert "akita" in tl.scx_ops()
+        s.check_running()

@@ -22,8 +22,8 @@
 //!   (perf bench sched, cyclictest, the LC server alone, a C build; BPF time per callback)
 //! - `memcached`: `bench mc-client`, an open-loop memcached load generator
 //!   (Poisson gets over a few connections; the Akita experiments' LC load)
-//! - `akita_exp`: the Akita paper's experiments (akita-mc: Fig. 5, akita-share:
-//!   Fig. 7), VMs as cgroups (libvirt's layout for a real QEMU), `bench duty`
+//! - `akita_exp`: the Akita paper's experiments (akita-diff: Fig. 4, akita-mc:
+//!   Fig. 5, akita-share: Fig. 7), VMs as cgroups (libvirt's layout for a real QEMU), `bench duty`
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
 //! - `kube_exp`: the pods of k8s-lc-burst and k8s-lc-guar (paper 001's Kubernetes experiments)
 //! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
@@ -130,6 +130,9 @@ pub enum BenchCmd {
     /// Akita's Fig. 5: a HI memcached VM alone, then next to three LO VMs
     /// (one a real QEMU), on one CPU; eevdf (same pinning) vs akita
     AkitaMc(akita_exp::McArgs),
+    /// Akita's Fig. 4: two sysbench VMs (types 2, 3) and two memcached RPC
+    /// VMs (types 4, 5) on one CPU; speed follows budget/period, latency the period
+    AkitaDiff(akita_exp::DiffArgs),
     /// Akita's Fig. 7: a HI VM's demand steps up next to three CPU-bound LO
     /// VMs; it gets its demand up to C_pes/T, the LO VMs share the rest
     AkitaShare(akita_exp::ShareArgs),
@@ -190,6 +193,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::McClient(a) => memcached::cli(a),
         BenchCmd::AkitaMc(a) => akita_exp::mc(a),
         BenchCmd::AkitaShare(a) => akita_exp::share(a),
+        BenchCmd::AkitaDiff(a) => akita_exp::diff(a),
         BenchCmd::Duty(a) => akita_exp::duty_main(a),
         BenchCmd::LcServer(a) => server::run(a),
         BenchCmd::Client(a) => client::run(a),

@@ -8,8 +8,6 @@
 //! p50/p99/p99.9 alone and with the LO VMs, their ratio, and each VM's CPU
 //! share (cgroup cpu.stat), per configuration.
 
-use std::net::TcpStream;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -57,47 +55,6 @@ fn vm_set(qemu: bool) -> Vec<Vm> {
     vec![Vm::new("mc", true, 1), Vm::new("lo1", false, 2), Vm::new("lo2", false, 2), lo3]
 }
 
-fn wait_port(timeout: Duration) -> Result<()> {
-    let t0 = Instant::now();
-    while t0.elapsed() < timeout {
-        if TcpStream::connect(("127.0.0.1", PORT)).is_ok() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("memcached did not listen on 127.0.0.1:{PORT} within {timeout:?}")
-}
-
-/// One phase of load; the client runs on the CPUs the VMs do not use.
-fn load(s: &Setup, a: &McArgs, preload: bool, dir: &Path, name: &str) -> Result<(LatencySummary, u64)> {
-    let mut c = s.helper("mc-client");
-    c.args(["--connect", &format!("127.0.0.1:{PORT}"), "--rate", &a.rate.to_string(), "--duration-s", &a.phase_s.to_string(), "--json"]);
-    if preload {
-        c.arg("--preload");
-    }
-    let cpus = s.other_cpus();
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &cpu in &cpus {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            Ok(())
-        });
-    }
-    let out = c.stdin(Stdio::null()).stderr(crate::proc::log_file(dir, &format!("{name}.err"))?).output().context("run the memcached client")?;
-    std::fs::write(dir.join(format!("{name}.json")), &out.stdout).ok();
-    if !out.status.success() {
-        bail!("the memcached client failed ({}); see {}/{name}.err", out.status, dir.display());
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("the memcached client's JSON")?;
-    let lat: LatencySummary = serde_json::from_value(v["latency"].clone()).context("the memcached client's latency")?;
-    Ok((lat, v["errors"].as_u64().unwrap_or(0)))
-}
-
 fn one_run(s: &Setup, a: &McArgs, cfg: Cfg, rep: usize) -> Result<Row> {
     let vmset = vm_set(!a.no_qemu);
     let dir = s.out.join(format!("{}-{rep}", cfg.name()));
@@ -106,8 +63,8 @@ fn one_run(s: &Setup, a: &McArgs, cfg: Cfg, rep: usize) -> Result<Row> {
         let mut mc = Command::new("memcached");
         mc.args(["-p", &PORT.to_string(), "-U", "0", "-l", "127.0.0.1", "-t", "1", "-m", "64", "-c", "256", "-u", "root"]);
         procs.push(vms::spawn_in("memcached", mc, &vmset[0].cgroup(), s.cpu, &dir)?);
-        wait_port(Duration::from_secs(10))?;
-        let (alone, e1) = load(s, a, true, &dir, "alone")?;
+        super::wait_port(PORT, Duration::from_secs(10))?;
+        let (alone, e1) = super::mc_result(super::mc_client(s, PORT, a.rate, a.phase_s, true, &dir, "alone")?)?;
         for vm in &vmset[1..] {
             if vm.qemu {
                 procs.push(vms::spawn_qemu(vm, s.cpu, &dir)?);
@@ -120,7 +77,7 @@ fn one_run(s: &Setup, a: &McArgs, cfg: Cfg, rep: usize) -> Result<Row> {
         std::thread::sleep(Duration::from_secs(1));
         let u0: Vec<u64> = vmset.iter().map(|v| vms::usage_usec(&v.cgroup())).collect();
         let t0 = Instant::now();
-        let (with_lo, e2) = load(s, a, false, &dir, "with-lo")?;
+        let (with_lo, e2) = super::mc_result(super::mc_client(s, PORT, a.rate, a.phase_s, false, &dir, "with-lo")?)?;
         let dt = t0.elapsed().as_secs_f64();
         let shares = vmset.iter().zip(u0).map(|(v, u)| (v.name.clone(), (vms::usage_usec(&v.cgroup()) - u) as f64 / 1e6 / dt)).collect();
         drop(procs);

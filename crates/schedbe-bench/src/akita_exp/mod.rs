@@ -10,17 +10,21 @@
 //! interleaved within each repetition.
 
 mod duty;
+mod fig4;
 mod fig5;
 mod fig7;
 mod vms;
 
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 pub use duty::{run as duty_main, DutyArgs};
+pub use fig4::{run as diff, DiffArgs};
 pub use fig5::{run as mc, McArgs};
 pub use fig7::{run as share, ShareArgs};
 
@@ -173,6 +177,55 @@ impl Setup {
             None => eprintln!("bench: warning: scripts/plot_akita.py not found: no figure"),
         }
     }
+}
+
+/// Wait until a server listens on 127.0.0.1:`port`.
+pub fn wait_port(port: u16, timeout: Duration) -> Result<()> {
+    let t0 = Instant::now();
+    while t0.elapsed() < timeout {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("memcached did not listen on 127.0.0.1:{port} within {timeout:?}")
+}
+
+/// Start `bench mc-client` against 127.0.0.1:`port` on the CPUs the VMs do
+/// not use; its JSON goes to `dir/name.json`, read by [`mc_result`].
+pub fn mc_client(s: &Setup, port: u16, rate: f64, secs: f64, preload: bool, dir: &Path, name: &str) -> Result<(Child, PathBuf)> {
+    let mut c = s.helper("mc-client");
+    c.args(["--connect", &format!("127.0.0.1:{port}"), "--rate", &rate.to_string(), "--duration-s", &secs.to_string(), "--json"]);
+    if preload {
+        c.arg("--preload");
+    }
+    let cpus = s.other_cpus();
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &cpu in &cpus {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            Ok(())
+        });
+    }
+    let out = dir.join(format!("{name}.json"));
+    let f = std::fs::File::create(&out).with_context(|| format!("create {}", out.display()))?;
+    c.stdin(Stdio::null()).stdout(f).stderr(crate::proc::log_file(dir, &format!("{name}.err"))?);
+    Ok((c.spawn().context("start the memcached client")?, out))
+}
+
+/// Wait for a client [`mc_client`] started: its latency and error count.
+pub fn mc_result((mut child, out): (Child, PathBuf)) -> Result<(crate::stats::LatencySummary, u64)> {
+    let st = child.wait().context("wait for the memcached client")?;
+    if !st.success() {
+        bail!("the memcached client failed ({st}); see {}", out.with_extension("err").display());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out)?).with_context(|| format!("the memcached client's JSON in {}", out.display()))?;
+    let lat = serde_json::from_value(v["latency"].clone()).context("the memcached client's latency")?;
+    Ok((lat, v["errors"].as_u64().unwrap_or(0)))
 }
 
 /// Median [min-max] of `v`, formatted, or "-".

@@ -16,6 +16,8 @@ pub struct VmInfo {
     pub name: String,
     pub crit: Crit,
     pub servers: Vec<u32>,
+    /// The CPU of each server, in the same order.
+    pub cpus: Vec<u32>,
     pub server: Server,
 }
 
@@ -53,6 +55,22 @@ pub struct VmRow {
     pub cal_max_ms: f64,
 }
 
+/// One vCPU: its CPU access latency against its period (JSON only).
+#[derive(Debug, Serialize)]
+pub struct VcpuRow {
+    pub vm: String,
+    pub index: u32,
+    pub cpu: u32,
+    pub period_ms: f64,
+    pub cal_mean_ms: f64,
+    pub cal_n: u64,
+    pub cal_over_period: u64,
+    /// Longest since load.
+    pub cal_max_ms: f64,
+    pub budget_cpus: f64,
+    pub slack_cpus: f64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct CpuRow {
     pub cpu: u32,
@@ -70,6 +88,7 @@ pub struct Report {
     pub uptime_s: f64,
     pub interval_s: f64,
     pub vms: Vec<VmRow>,
+    pub vcpus: Vec<VcpuRow>,
     pub cpus: Vec<CpuRow>,
 }
 
@@ -82,6 +101,7 @@ fn reserved(s: &Server) -> f64 {
 
 impl Report {
     pub fn between(vms: &[VmInfo], a: &Snapshot, b: &Snapshot, started: Instant) -> Self {
+        let infos = vms;
         let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
         let ns = secs * 1e9;
         let d = |f: fn(&intf::akita_server_run) -> u64, sid: &u32| -> u64 {
@@ -117,6 +137,30 @@ impl Report {
                 }
             })
             .collect();
+        let period_ms = |s: &Server| match *s {
+            Server::Hi { period_us, .. } | Server::Lo { period_us, .. } => period_us as f64 / 1e3,
+        };
+        let vcpus = infos
+            .iter()
+            .flat_map(|v| {
+                (0u32..).zip(v.servers.iter().zip(&v.cpus)).map(move |(index, (sid, cpu))| (v, index, *sid, *cpu))
+            })
+            .map(|(v, index, sid, cpu)| {
+                let n = d(|r| r.cal_n, &sid);
+                VcpuRow {
+                    vm: v.name.clone(),
+                    index,
+                    cpu,
+                    period_ms: period_ms(&v.server),
+                    cal_mean_ms: if n > 0 { d(|r| r.cal_sum_ns, &sid) as f64 / n as f64 / 1e6 } else { 0.0 },
+                    cal_n: n,
+                    cal_over_period: d(|r| r.cal_over_period, &sid),
+                    cal_max_ms: b.servers.get(&sid).map_or(0, |r| r.cal_max_ns) as f64 / 1e6,
+                    budget_cpus: d(|r| r.active_ns, &sid) as f64 / ns,
+                    slack_cpus: d(|r| r.slack_ns, &sid) as f64 / ns,
+                }
+            })
+            .collect();
         let cpus = b
             .cpus
             .iter()
@@ -139,7 +183,7 @@ impl Report {
                 }
             })
             .collect();
-        Self { uptime_s: b.at.duration_since(started).as_secs_f64(), interval_s: secs, vms, cpus }
+        Self { uptime_s: b.at.duration_since(started).as_secs_f64(), interval_s: secs, vms, vcpus, cpus }
     }
 
     /// The text form: a table of VMs, then one line for the CPUs.

@@ -368,6 +368,7 @@ impl<'a> Runtime<'a> {
                 name: v.spec.name.clone(),
                 crit: v.spec.server.crit(),
                 servers: (v.base..v.base + v.vcpus).collect(),
+                cpus: self.placement.vm_cpus(&v.spec.name).unwrap_or_default().to_vec(),
                 server: v.spec.server,
             })
             .collect()
