@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Figures of `schedbe bench akita-mc` and `akita-share` (docs/akita.md).
+"""Figures of `schedbe bench akita-mc`, `akita-share`, `akita-diff` and `akita-place` (docs/akita.md).
 
   plot_akita.py DIR
 
 akita-mc.json -> akita-mc.png: memcached's p50/p99/p99.9 alone and next to
 the LO VMs, per configuration (median of the repetitions, whiskers min-max).
 akita-share.json -> akita-share.png: the HI VM's and each LO VM's CPU share
-against the HI VM's demand, per configuration. Prints the PNG paths."""
+against the HI VM's demand, per configuration. akita-diff.json ->
+akita-diff.png: sysbench speed of types 2 and 3, RPC latency of types 4 and
+5, per configuration. akita-place.json -> akita-place.png: idle VM CPUs and
+the RPC p99 against the number of LO VMs. Prints the PNG paths."""
 
 import json
 import statistics
@@ -43,7 +46,7 @@ def plot_mc(d, out):
         ax.set_title(f"memcached {label}")
         ax.set_ylabel("latency (ms)")
     axes[0].legend()
-    fig.suptitle(f"HI memcached (type 1) alone vs next to 3 LO VMs (type 2), {d['rate']:.0f} req/s, CPU {d['cpu']}")
+    fig.suptitle(f"HI memcached (type 1) alone vs next to 3 LO VMs (type 2), {d['rate']:.0f} req/s, CPUs {d.get('cpus', d.get('cpu'))}")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(out)
@@ -71,10 +74,61 @@ def plot_share(d, out):
     print(out)
 
 
+def plot_diff(d, out):
+    rows = d["rows"]
+    cfgs = sorted({r["config"] for r in rows}, key=["eevdf", "akita"].index)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    series = [
+        (axes[0], lambda r, i: r["sysbench_eps"][i], ["type 2 (25/100)", "type 3 (50/100)"], "sysbench events/s", "CPU-bound VMs: speed"),
+        (axes[1], lambda r, i: r["rpc"][i]["mean_us"] / 1000, ["type 4 (T 50 ms)", "type 5 (T 100 ms)"], "mean latency (ms)", "RPC VMs (memcached): latency"),
+    ]
+    for ax, get, labels, ylabel, title in series:
+        for j, c in enumerate(cfgs):
+            for i, (lab, color) in enumerate(zip(labels, ("tab:orange", "tab:green"))):
+                v = [get(r, i) for r in rows if r["config"] == c]
+                m, lo, hi = mmm(v)
+                x = j * 3 + i
+                ax.bar(x, m, color=color, label=lab if j == 0 else None)
+                ax.errorbar(x, m, yerr=[[m - lo], [hi - m]], color="k", capsize=3)
+        ax.set_xticks([j * 3 + 0.5 for j in range(len(cfgs))], cfgs)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(out)
+
+
+def plot_place(d, out):
+    rows = d["rows"]
+    cfgs = sorted({r["config"] for r in rows}, key=["eevdf", "akita"].index)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for c in cfgs:
+        ns = sorted({r["lo_vms"] for r in rows if r["config"] == c})
+        for ax, get in ((axes[0], lambda r: r["idle_cpus"]), (axes[1], lambda r: r["rpc"]["p99_us"] / 1000)):
+            v = [mmm([get(r) for r in rows if r["config"] == c and r["lo_vms"] == n]) for n in ns]
+            ax.errorbar(ns, [x[0] for x in v], yerr=[[x[0] - x[1] for x in v], [x[2] - x[0] for x in v]],
+                        marker="o", capsize=3, label=c)
+    axes[0].set_ylabel(f"idle VM CPUs (of {len(d['vm_cpus'])})")
+    axes[1].set_ylabel("RPC p99 (ms)")
+    axes[1].axhline(100, color="grey", linewidth=0.8, label="its period")
+    for ax in axes:
+        ax.set_xlabel("CPU-bound LO VMs (type 2)")
+        ax.legend(fontsize=8)
+    fig.suptitle("HI RPC VM (memcached, type 1) + LO VMs: placement")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(out)
+
+
 def main():
     d = Path(sys.argv[1])
     if (d / "akita-mc.json").exists():
         plot_mc(json.loads((d / "akita-mc.json").read_text()), d / "akita-mc.png")
+    if (d / "akita-place.json").exists():
+        plot_place(json.loads((d / "akita-place.json").read_text()), d / "akita-place.png")
+    if (d / "akita-diff.json").exists():
+        plot_diff(json.loads((d / "akita-diff.json").read_text()), d / "akita-diff.png")
     if (d / "akita-share.json").exists():
         plot_share(json.loads((d / "akita-share.json").read_text()), d / "akita-share.png")
 

@@ -167,3 +167,28 @@ def test_thaw_corrupt_state_file(tmp_path):
     r = subprocess.run([str(tl.SCHEDBE), "thaw", "--state-file", str(f)], capture_output=True, text=True, timeout=30)
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert r.returncode != 0 and len(lines) == 1 and "corrupt" in lines[0], r
+
+
+# --policy akita: argv (after `schedbe`) -> what the error line must name.
+AKITA_VMS = 'cpus = "0"\ninitial_temperature = 5\n[[vm]]\nname = "a"\ncgroup = "a"\ncriticality = "LO"\ntype = 2\nvcpus = 1\n'
+BAD_AKITA = {
+    "no-vms": (["run", "--policy", "akita"], "--vms"),
+    "sched-be-flag": (["run", "--policy", "akita", "--vms", "{vms}", "--lc-slice-us", "5"], "--lc-slice-us"),
+    "vms-without-policy": (["run", "--vms", "{vms}"], "--policy akita"),
+    "bad-file": (["run", "--policy", "akita", "--vms", "{bad}"], "c_opt_ms"),
+    "missing-file": (["run", "--policy", "akita", "--vms", "/nonexistent/vms.toml"], "/nonexistent/vms.toml"),
+    "no-daemon": (["akita", "list", "--socket", "/nonexistent/akita.sock"], "no Akita daemon"),
+    "add-missing-file": (["akita", "add", "/nonexistent/frag.toml"], "/nonexistent/frag.toml"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_AKITA))
+def test_akita_bad_input(kind):
+    vms = tl.results_dir() / "cli-akita-vms.toml"
+    vms.write_text(AKITA_VMS)
+    bad = tl.results_dir() / "cli-akita-bad.toml"
+    bad.write_text(AKITA_VMS.replace("type = 2", "c_opt_ms = 150\nperiod_ms = 100"))
+    argv, names = BAD_AKITA[kind]
+    argv = [a.format(vms=vms, bad=bad) for a in argv]
+    line = run_bad([tl.SCHEDBE, *argv])
+    assert names in line, f"error line does not name {names}: {line}"

@@ -23,7 +23,7 @@
 //! - `memcached`: `bench mc-client`, an open-loop memcached load generator
 //!   (Poisson gets over a few connections; the Akita experiments' LC load)
 //! - `akita_exp`: the Akita paper's experiments (akita-diff: Fig. 4, akita-mc:
-//!   Fig. 5, akita-share: Fig. 7), VMs as cgroups (libvirt's layout for a real QEMU), `bench duty`
+//!   Fig. 5, akita-share: Fig. 7, akita-place: Figs. 8/9), VMs as cgroups (libvirt's layout for a real QEMU), `bench duty`
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
 //! - `kube_exp`: the pods of k8s-lc-burst and k8s-lc-guar (paper 001's Kubernetes experiments)
 //! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
@@ -136,6 +136,9 @@ pub enum BenchCmd {
     /// Akita's Fig. 7: a HI VM's demand steps up next to three CPU-bound LO
     /// VMs; it gets its demand up to C_pes/T, the LO VMs share the rest
     AkitaShare(akita_exp::ShareArgs),
+    /// Akita's Figs. 8/9: a HI RPC VM plus a growing number of CPU-bound LO
+    /// VMs; RPC p99 and idle VM CPUs, eevdf vs akita (first-fit placement)
+    AkitaPlace(akita_exp::PlaceArgs),
     /// Helper: a periodic CPU demand (burn MS per period)
     #[command(hide = true)]
     Duty(akita_exp::DutyArgs),
@@ -194,6 +197,7 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::AkitaMc(a) => akita_exp::mc(a),
         BenchCmd::AkitaShare(a) => akita_exp::share(a),
         BenchCmd::AkitaDiff(a) => akita_exp::diff(a),
+        BenchCmd::AkitaPlace(a) => akita_exp::place(a),
         BenchCmd::Duty(a) => akita_exp::duty_main(a),
         BenchCmd::LcServer(a) => server::run(a),
         BenchCmd::Client(a) => client::run(a),

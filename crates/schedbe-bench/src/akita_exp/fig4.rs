@@ -53,7 +53,7 @@ fn one_run(s: &Setup, a: &DiffArgs, cfg: Cfg, rep: usize) -> Result<Row> {
         for (vm, port) in vmset[2..].iter().zip(PORTS) {
             let mut mc = Command::new("memcached");
             mc.args(["-p", &port.to_string(), "-U", "0", "-l", "127.0.0.1", "-t", "1", "-m", "64", "-u", "root"]);
-            procs.push(vms::spawn_in(&vm.name, mc, &vm.cgroup(), s.cpu, &dir)?);
+            procs.push(vms::spawn_in(&vm.name, mc, &vm.cgroup(), &s.vm_cpus, &dir)?);
         }
         for port in PORTS {
             super::wait_port(port, Duration::from_secs(10))?;
@@ -63,7 +63,7 @@ fn one_run(s: &Setup, a: &DiffArgs, cfg: Cfg, rep: usize) -> Result<Row> {
         for vm in &vmset[..2] {
             let mut c = Command::new("sysbench");
             c.args(["cpu", "--threads=1", &format!("--time={}", a.duration_s.round() as u64), "run"]);
-            sb.push(vms::spawn_in(&vm.name, c, &vm.cgroup(), s.cpu, &dir)?);
+            sb.push(vms::spawn_in(&vm.name, c, &vm.cgroup(), &s.vm_cpus, &dir)?);
         }
         let clients: Vec<_> = PORTS
             .iter()
@@ -98,7 +98,7 @@ pub fn run(a: &DiffArgs) -> Result<()> {
         }
     }
     let s = Setup::new(&a.common, "akita-diff")?;
-    println!("akita-diff: VMs on CPU {}, {} s, {} req/s per RPC VM, {} repetitions -> {}", s.cpu, a.duration_s, a.rate, s.reps, s.out.display());
+    println!("akita-diff: VMs on CPUs {:?}, {} s, {} req/s per RPC VM, {} repetitions -> {}", s.vm_cpus, a.duration_s, a.rate, s.reps, s.out.display());
     let mut rows = Vec::new();
     for rep in 0..s.reps {
         for &cfg in &s.configs {
@@ -118,7 +118,7 @@ pub fn run(a: &DiffArgs) -> Result<()> {
     let t = summary(&s, &rows);
     print!("{t}");
     std::fs::write(s.out.join("akita-diff.md"), &t)?;
-    let json = serde_json::json!({ "experiment": "akita-diff", "cpu": s.cpu, "duration_s": a.duration_s, "rate": a.rate, "rows": rows });
+    let json = serde_json::json!({ "experiment": "akita-diff", "cpus": s.vm_cpus, "duration_s": a.duration_s, "rate": a.rate, "rows": rows });
     std::fs::write(s.out.join("akita-diff.json"), serde_json::to_string_pretty(&json)?)?;
     s.plot(a.common.no_plot);
     Ok(())

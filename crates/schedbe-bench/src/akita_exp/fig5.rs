@@ -62,16 +62,16 @@ fn one_run(s: &Setup, a: &McArgs, cfg: Cfg, rep: usize) -> Result<Row> {
         let mut procs: Vec<Proc> = Vec::new();
         let mut mc = Command::new("memcached");
         mc.args(["-p", &PORT.to_string(), "-U", "0", "-l", "127.0.0.1", "-t", "1", "-m", "64", "-c", "256", "-u", "root"]);
-        procs.push(vms::spawn_in("memcached", mc, &vmset[0].cgroup(), s.cpu, &dir)?);
+        procs.push(vms::spawn_in("memcached", mc, &vmset[0].cgroup(), &s.vm_cpus, &dir)?);
         super::wait_port(PORT, Duration::from_secs(10))?;
         let (alone, e1) = super::mc_result(super::mc_client(s, PORT, a.rate, a.phase_s, true, &dir, "alone")?)?;
         for vm in &vmset[1..] {
             if vm.qemu {
-                procs.push(vms::spawn_qemu(vm, s.cpu, &dir)?);
+                procs.push(vms::spawn_qemu(vm, &s.vm_cpus, &dir)?);
             } else {
                 let mut d = s.helper("duty");
                 d.args(["--period-ms", "100", "--burn-ms", "25"]);
-                procs.push(vms::spawn_in(&vm.name, d, &vm.cgroup(), s.cpu, &dir)?);
+                procs.push(vms::spawn_in(&vm.name, d, &vm.cgroup(), &s.vm_cpus, &dir)?);
             }
         }
         std::thread::sleep(Duration::from_secs(1));
@@ -99,7 +99,7 @@ pub fn run(a: &McArgs) -> Result<()> {
         bail!("qemu-system-x86_64 is not installed (make setup installs it); --no-qemu runs without it");
     }
     let s = Setup::new(&a.common, "akita-mc")?;
-    println!("akita-mc: VMs on CPU {}, client on CPUs {:?}, {} req/s, {} s per phase, {} repetitions -> {}", s.cpu, s.other_cpus(), a.rate, a.phase_s, s.reps, s.out.display());
+    println!("akita-mc: VMs on CPUs {:?}, client on CPUs {:?}, {} req/s, {} s per phase, {} repetitions -> {}", s.vm_cpus, s.other_cpus(), a.rate, a.phase_s, s.reps, s.out.display());
     let mut rows = Vec::new();
     for rep in 0..s.reps {
         for &cfg in &s.configs {
@@ -118,7 +118,7 @@ pub fn run(a: &McArgs) -> Result<()> {
     let table = summary(&s, &rows);
     print!("{table}");
     std::fs::write(s.out.join("akita-mc.md"), &table)?;
-    let json = serde_json::json!({ "experiment": "akita-mc", "cpu": s.cpu, "rate": a.rate, "phase_s": a.phase_s, "qemu": !a.no_qemu, "rows": rows });
+    let json = serde_json::json!({ "experiment": "akita-mc", "cpus": s.vm_cpus, "rate": a.rate, "phase_s": a.phase_s, "qemu": !a.no_qemu, "rows": rows });
     std::fs::write(s.out.join("akita-mc.json"), serde_json::to_string_pretty(&json)?)?;
     s.plot(a.common.no_plot);
     Ok(())

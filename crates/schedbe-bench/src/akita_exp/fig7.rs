@@ -58,13 +58,13 @@ fn one_run(s: &Setup, a: &ShareArgs, demands: &[f64], cfg: Cfg, rep: usize) -> R
         for vm in &vmset[1..] {
             let mut d = s.helper("duty");
             d.args(["--burn-ms", "100"]);
-            procs.push(vms::spawn_in(&vm.name, d, &vm.cgroup(), s.cpu, &dir)?);
+            procs.push(vms::spawn_in(&vm.name, d, &vm.cgroup(), &s.vm_cpus, &dir)?);
         }
         let mut rows = Vec::new();
         for &demand in demands {
             let mut d = s.helper("duty");
             d.args(["--period-ms", "100", "--burn-ms", &demand.to_string()]);
-            let mut hi = vms::spawn_in("hi", d, &vmset[0].cgroup(), s.cpu, &dir)?;
+            let mut hi = vms::spawn_in("hi", d, &vmset[0].cgroup(), &s.vm_cpus, &dir)?;
             std::thread::sleep(Duration::from_secs(1));
             let u0: Vec<u64> = vmset.iter().map(|v| vms::usage_usec(&v.cgroup())).collect();
             let t0 = Instant::now();
@@ -85,7 +85,7 @@ pub fn run(a: &ShareArgs) -> Result<()> {
     }
     let demands = parse_demands(&a.demands)?;
     let s = Setup::new(&a.common, "akita-share")?;
-    println!("akita-share: VMs on CPU {}, HI demands {:?} %, {} s each, {} repetitions -> {}", s.cpu, demands, a.phase_s, s.reps, s.out.display());
+    println!("akita-share: VMs on CPUs {:?}, HI demands {:?} %, {} s each, {} repetitions -> {}", s.vm_cpus, demands, a.phase_s, s.reps, s.out.display());
     let mut rows = Vec::new();
     for rep in 0..s.reps {
         for &cfg in &s.configs {
@@ -111,7 +111,7 @@ pub fn run(a: &ShareArgs) -> Result<()> {
     }
     print!("{t}");
     std::fs::write(s.out.join("akita-share.md"), &t)?;
-    let json = serde_json::json!({ "experiment": "akita-share", "cpu": s.cpu, "phase_s": a.phase_s, "rows": rows });
+    let json = serde_json::json!({ "experiment": "akita-share", "cpus": s.vm_cpus, "phase_s": a.phase_s, "rows": rows });
     std::fs::write(s.out.join("akita-share.json"), serde_json::to_string_pretty(&json)?)?;
     s.plot(a.common.no_plot);
     Ok(())

@@ -1,6 +1,8 @@
 //! The Akita paper's experiments (shared/papers/004, section 4), scaled to
-//! the VM: `schedbe bench akita-mc` (Fig. 5, a HI memcached VM next to LO
-//! VMs) and `schedbe bench akita-share` (Fig. 7, a HI VM's share intact).
+//! the VM: `schedbe bench akita-diff` (Fig. 4, differentiated service),
+//! `akita-mc` (Fig. 5, a HI memcached VM next to LO VMs), `akita-share`
+//! (Fig. 7, a HI VM's share intact) and `akita-place` (Figs. 8/9, first-fit
+//! placement leaves CPUs idle).
 //!
 //! Every VM is pinned to one CPU (the last, by default) under both
 //! configurations: `eevdf` (no sched_ext scheduler, the kernel's fair class
@@ -13,6 +15,7 @@ mod duty;
 mod fig4;
 mod fig5;
 mod fig7;
+mod fig8;
 mod vms;
 
 use std::net::TcpStream;
@@ -27,6 +30,7 @@ pub use duty::{run as duty_main, DutyArgs};
 pub use fig4::{run as diff, DiffArgs};
 pub use fig5::{run as mc, McArgs};
 pub use fig7::{run as share, ShareArgs};
+pub use fig8::{run as place, PlaceArgs};
 
 use crate::experiment::resolve_schedbe_bin;
 use crate::scx::{self, SchedCmd, Scheduler};
@@ -90,7 +94,8 @@ pub struct CommonArgs {
 pub struct Setup {
     pub configs: Vec<Cfg>,
     pub reps: usize,
-    pub cpu: usize,
+    /// The CPUs the VMs may use (one, `--cpu`, unless an experiment sets more).
+    pub vm_cpus: Vec<usize>,
     pub out: PathBuf,
     pub schedbe: Option<PathBuf>,
     /// This binary, for its helper subcommands.
@@ -122,12 +127,12 @@ impl Setup {
         let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tmp/bench/{experiment}-{}", crate::experiment::utc_stamp())));
         std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
         let exe = std::env::current_exe().context("cannot find this binary")?;
-        Ok(Setup { configs, reps: a.reps, cpu, out, schedbe, exe, nr_cpus })
+        Ok(Setup { configs, reps: a.reps, vm_cpus: vec![cpu], out, schedbe, exe, nr_cpus })
     }
 
     /// The CPUs other than the VMs' (the load generator's).
     pub fn other_cpus(&self) -> Vec<usize> {
-        (0..self.nr_cpus).filter(|c| *c != self.cpu).collect()
+        (0..self.nr_cpus).filter(|c| !self.vm_cpus.contains(c)).collect()
     }
 
     /// Run `body` under `cfg` with the VMs' cgroups fresh and, for akita,
@@ -136,7 +141,7 @@ impl Setup {
         std::fs::create_dir_all(run_dir).with_context(|| format!("mkdir {}", run_dir.display()))?;
         vms::make_cgroups(vmset)?;
         let toml = run_dir.join("vms.toml");
-        std::fs::write(&toml, vms::vms_toml(vmset, self.cpu)).with_context(|| format!("write {}", toml.display()))?;
+        std::fs::write(&toml, vms::vms_toml(vmset, &self.vm_cpus)).with_context(|| format!("write {}", toml.display()))?;
         let loaded = match cfg {
             Cfg::Eevdf => None,
             Cfg::Akita => {

@@ -1,7 +1,7 @@
 //! The VMs of the Akita experiments: cgroups (plain, or libvirt's layout for
-//! a real QEMU), the vms.toml schedbe gets, and their processes, all pinned
-//! to the VM CPU (for EEVDF that is the paper's "same pinning"; under akita
-//! the vCPU's home is that CPU anyway).
+//! a real QEMU), the vms.toml schedbe gets, and their processes, allowed on
+//! the VM CPUs only (for EEVDF that is the paper's "same pinning"; under
+//! akita each vCPU's home is one of them anyway).
 
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
@@ -101,9 +101,10 @@ pub fn make_cgroups(vms: &[Vm]) -> Result<()> {
     Ok(())
 }
 
-/// vms.toml for schedbe: every VM on `cpu`, one vCPU each.
-pub fn vms_toml(vms: &[Vm], cpu: usize) -> String {
-    let mut s = format!("cpus = \"{cpu}\"\ninitial_temperature = 5\n");
+/// vms.toml for schedbe: the VMs on `cpus` (first-fit), one vCPU each.
+pub fn vms_toml(vms: &[Vm], cpus: &[usize]) -> String {
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    let mut s = format!("cpus = \"{}\"\ninitial_temperature = 5\n", list.join(","));
     for vm in vms {
         let _ = write!(
             s,
@@ -117,8 +118,9 @@ pub fn vms_toml(vms: &[Vm], cpu: usize) -> String {
     s
 }
 
-/// Start `cmd` in cgroup `rel` (joined before exec), pinned to `cpu`.
-pub fn spawn_in(name: &str, mut cmd: Command, rel: &str, cpu: usize, dir: &Path) -> Result<Proc> {
+/// Start `cmd` in cgroup `rel` (joined before exec), allowed on `cpus` only.
+pub fn spawn_in(name: &str, mut cmd: Command, rel: &str, cpus: &[usize], dir: &Path) -> Result<Proc> {
+    let cpus = cpus.to_vec();
     let procs = PathBuf::from(ROOT).join(rel).join("cgroup.procs");
     let (o, e) = log_pair(dir, &format!("{name}.log"))?;
     cmd.stdin(Stdio::null()).stdout(o).stderr(e);
@@ -137,7 +139,9 @@ pub fn spawn_in(name: &str, mut cmd: Command, rel: &str, cpu: usize, dir: &Path)
                 return Err(std::io::Error::last_os_error());
             }
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
+            for &cpu in &cpus {
+                libc::CPU_SET(cpu, &mut set);
+            }
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -163,7 +167,7 @@ pub fn busy_guest_image(dir: &Path) -> Result<PathBuf> {
 /// A real QEMU (TCG) running the busy guest, placed as libvirt places it:
 /// the process in libvirt/emulator, its vCPU thread ("CPU 0/TCG") in
 /// libvirt/vcpu0.
-pub fn spawn_qemu(vm: &Vm, cpu: usize, dir: &Path) -> Result<Proc> {
+pub fn spawn_qemu(vm: &Vm, cpus: &[usize], dir: &Path) -> Result<Proc> {
     let img = busy_guest_image(dir)?;
     let mut c = Command::new("qemu-system-x86_64");
     c.args(["-accel", "tcg", "-m", "32", "-smp", "1", "-display", "none", "-serial", "none", "-monitor", "none", "-nodefaults"]);
@@ -172,7 +176,7 @@ pub fn spawn_qemu(vm: &Vm, cpu: usize, dir: &Path) -> Result<Proc> {
     c.arg("-drive").arg(format!("format=raw,file={},if=floppy", img.display()));
     // Into the threaded domain (libvirt), then thread by thread as libvirt does.
     let rel = format!("{}/libvirt", vm.cgroup());
-    let p = spawn_in(&vm.name, c, &rel, cpu, dir)?;
+    let p = spawn_in(&vm.name, c, &rel, cpus, dir)?;
     let task_dir = PathBuf::from(format!("/proc/{}/task", p.pid()));
     let lv = PathBuf::from(ROOT).join(&rel);
     // The vCPU thread appears once QEMU has set the machine up.
