@@ -169,7 +169,7 @@ def test_thaw_corrupt_state_file(tmp_path):
     assert r.returncode != 0 and len(lines) == 1 and "corrupt" in lines[0], r
 
 
-# --policy akita: argv (after `schedbe`) -> what the error line must name.
+# --policy akita and llf: argv (after `schedbe`) -> what the error line must name.
 AKITA_VMS = 'cpus = "0"\ninitial_temperature = 5\n[[vm]]\nname = "a"\ncgroup = "a"\ncriticality = "LO"\ntype = 2\nvcpus = 1\n'
 BAD_AKITA = {
     "no-vms": (["run", "--policy", "akita"], "--vms"),
@@ -179,6 +179,11 @@ BAD_AKITA = {
     "missing-file": (["run", "--policy", "akita", "--vms", "/nonexistent/vms.toml"], "/nonexistent/vms.toml"),
     "no-daemon": (["akita", "list", "--socket", "/nonexistent/akita.sock"], "no Akita daemon"),
     "add-missing-file": (["akita", "add", "/nonexistent/frag.toml"], "/nonexistent/frag.toml"),
+    "llf-bad-pattern": (["run", "--policy", "llf", "--sandbox", "a/[b"], "a/[b"),
+    "llf-vms": (["run", "--policy", "llf", "--vms", "{vms}"], "--vms"),
+    "llf-sched-be-flag": (["run", "--policy", "llf", "--no-park"], "--no-park"),
+    "llf-half-life": (["run", "--policy", "llf", "--load-half-life-s", "0"], "load-half-life-s"),
+    "sandbox-without-llf": (["run", "--sandbox", "x/*"], "--policy llf"),
 }
 
 

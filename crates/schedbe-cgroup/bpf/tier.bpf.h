@@ -50,8 +50,12 @@ static __always_inline bool tier_tg_idle(struct task_struct *p)
 	return false;
 }
 
-/* The task's cgroup v2 cgroup or an ancestor (not the root) is a configured BE path. */
-static __always_inline bool tier_cgroup_listed(struct task_struct *p)
+/*
+ * The id of the outermost ancestor-or-self (not the root) of @p's cgroup v2
+ * cgroup that is a key of the cgroup-id-keyed @map; 0 if none. Shared by
+ * every map of cgroups a policy is given (BE paths here, LLF's sandboxes).
+ */
+static __always_inline u64 cgrp_outermost_in(struct task_struct *p, void *map)
 {
 	struct cgroup *cgrp, *anc;
 	int level, i;
@@ -59,7 +63,7 @@ static __always_inline bool tier_cgroup_listed(struct task_struct *p)
 
 	cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp);
 	if (!cgrp)
-		return false;
+		return 0;
 	level = BPF_CORE_READ(cgrp, level);
 	bpf_for(i, 1, SCHEDBE_MAX_CGRP_DEPTH) {
 		if (i > level)
@@ -68,10 +72,16 @@ static __always_inline bool tier_cgroup_listed(struct task_struct *p)
 		if (bpf_probe_read_kernel(&anc, sizeof(anc), &cgrp->ancestors[i]) || !anc)
 			break;
 		id = BPF_CORE_READ(anc, kn, id);
-		if (bpf_map_lookup_elem(&be_cgroups, &id))
-			return true;
+		if (bpf_map_lookup_elem(map, &id))
+			return id;
 	}
-	return false;
+	return 0;
+}
+
+/* The task's cgroup v2 cgroup or an ancestor (not the root) is a configured BE path. */
+static __always_inline bool tier_cgroup_listed(struct task_struct *p)
+{
+	return cgrp_outermost_in(p, &be_cgroups) != 0;
 }
 
 static __always_inline bool tier_task_is_be(struct task_struct *p)

@@ -2,6 +2,7 @@
 //!
 //! Modules, by responsibility:
 //! - `config`, `preflight`: what the user asked for, and whether the machine can do it
+//! - `be_sync`: BE path patterns -> a policy's be_cgroups map (every policy)
 //! - `lifecycle`: run until stopped, reload on the kernel's request (every policy)
 //! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
 //! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
@@ -12,6 +13,7 @@
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
 //! - `akita`: the Akita mixed-criticality policy (`schedbe run --policy akita`,
 //!   `schedbe akita check`)
+//! - `llf`: least-loaded-first among sandboxes (`schedbe run --policy llf`)
 //! - `agent`: `schedbe agent`, the contention-aware host agent's core
 //!   (overload, per-sandbox load, hotspots; reads only, not part of `run`)
 //!
@@ -19,6 +21,7 @@
 
 mod agent;
 mod akita;
+mod be_sync;
 mod bpf_intf;
 mod bpf_skel;
 mod config;
@@ -26,6 +29,7 @@ mod cpumax;
 mod exec;
 mod flatten;
 mod lifecycle;
+mod llf;
 mod park;
 mod preflight;
 mod sched;
@@ -92,6 +96,8 @@ enum Policy {
     SchedBe,
     /// Akita: mixed-criticality VMs with budgets and EDF-VD, from --vms (docs/akita.md)
     Akita,
+    /// Least-loaded-first among sandboxes (--sandbox patterns) for dense serverless nodes (docs/serverless.md)
+    Llf,
 }
 
 #[derive(Args, Debug)]
@@ -102,6 +108,12 @@ struct RunArgs {
     /// Akita: the VM file (vms.toml, docs/akita.md); required with --policy akita
     #[arg(long, value_name = "FILE")]
     vms: Option<PathBuf>,
+    /// LLF: a sandbox cgroup path pattern, glob relative to /sys/fs/cgroup (repeatable) [default: each kubelet pod]
+    #[arg(long = "sandbox", value_name = "PATTERN")]
+    sandboxes: Vec<String>,
+    /// LLF: half-life of a sandbox's decaying load, in seconds (4 half-lives leave a burst 6%) [default 1]
+    #[arg(long, value_name = "SECS")]
+    load_half_life_s: Option<f64>,
     /// TOML config file (see docs/design.md); flags override it
     #[arg(long)]
     config: Option<PathBuf>,
@@ -271,6 +283,9 @@ fn cmd_run_akita(a: RunArgs) -> Result<i32> {
         let verb = if given.len() == 1 { "applies" } else { "apply" };
         bail!("{} {verb} to --policy sched-be only, not to --policy akita", given.join(", "));
     }
+    if !a.sandboxes.is_empty() || a.load_half_life_s.is_some() {
+        bail!("--sandbox and --load-half-life-s apply to --policy llf only");
+    }
     let Some(file) = &a.vms else {
         bail!("--policy akita needs --vms FILE (the VM file, docs/akita.md)");
     };
@@ -282,12 +297,40 @@ fn cmd_run_akita(a: RunArgs) -> Result<i32> {
     akita::runtime::run_policy(&cfg, socket, shutdown_flag()?, out)
 }
 
-fn cmd_run(a: RunArgs) -> Result<i32> {
-    if a.policy == Policy::Akita {
-        return cmd_run_akita(a);
+fn cmd_run_llf(a: RunArgs) -> Result<i32> {
+    let given = sched_be_flags(&a);
+    if !given.is_empty() {
+        let verb = if given.len() == 1 { "applies" } else { "apply" };
+        bail!("{} {verb} to --policy sched-be only, not to --policy llf", given.join(", "));
     }
     if a.vms.is_some() {
         bail!("--vms applies to --policy akita only");
+    }
+    let half_life = duration_arg("load-half-life-s", a.load_half_life_s.unwrap_or(1.0))?;
+    // the patterns are checked before anything is loaded
+    agent::discover::patterns(&a.sandboxes)?;
+    let opts = llf::runtime::LlfOptions {
+        patterns: a.sandboxes.clone(),
+        half_life,
+        stats: a.stats.map(|s| duration_arg("stats", s)).transpose()?,
+        json: a.json,
+    };
+    preflight::check_run()?;
+    init_log(a.verbose);
+    llf::runtime::run_policy(&opts, shutdown_flag()?)
+}
+
+fn cmd_run(a: RunArgs) -> Result<i32> {
+    match a.policy {
+        Policy::Akita => return cmd_run_akita(a),
+        Policy::Llf => return cmd_run_llf(a),
+        Policy::SchedBe => {}
+    }
+    if a.vms.is_some() {
+        bail!("--vms applies to --policy akita only");
+    }
+    if !a.sandboxes.is_empty() || a.load_half_life_s.is_some() {
+        bail!("--sandbox and --load-half-life-s apply to --policy llf only");
     }
     // Everything that can be checked without touching the system comes first.
     let cfg = build_config(&a)?;

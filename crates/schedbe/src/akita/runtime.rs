@@ -320,17 +320,9 @@ impl<'a> Runtime<'a> {
         }
         self.cgrps = want;
 
-        let all = schedbe_cgroup::walk(Path::new(CGROUP_ROOT))?;
-        let found: Vec<u64> = schedbe_cgroup::be_matches(&all, &self.rules).map(|c| c.id).collect();
-        let (add, del) = self.be_ids.update(found);
-        for id in &add {
-            self.skel.maps.be_cgroups.update(&id.to_ne_bytes(), &[1u8], MapFlags::ANY).context("cannot update be_cgroups")?;
-        }
-        for id in &del {
-            let _ = self.skel.maps.be_cgroups.delete(&id.to_ne_bytes());
-        }
+        let be_changed = crate::be_sync::sync_tree(&self.skel.maps.be_cgroups, Path::new(CGROUP_ROOT), &self.rules, &mut self.be_ids)?;
         let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
-        if !add.is_empty() || !del.is_empty() {
+        if be_changed {
             bss.tier_gen = bss.tier_gen.wrapping_add(1);
         }
         if changed {

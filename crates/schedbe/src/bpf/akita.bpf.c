@@ -55,7 +55,8 @@
  * Enqueue on another CPU only reads them, to decide whether to kick.
  *
  * Shared with the SCHED_BE policy: tier_cache.bpf.h (BE rules),
- * task_state.bpf.h (dying and freezing tasks run), slice_expiry.bpf.h.
+ * task_state.bpf.h (dying and freezing tasks run), slice_expiry.bpf.h,
+ * fifo_guard.bpf.h (the BE queue's starvation guard).
  * This policy's own part: akita_server.bpf.h (budgets, periods, modes, and
  * the server a CPU runs next).
  * Not here (docs/akita.md): cpu.max, parking, RT-takeover evacuation, LO
@@ -65,6 +66,7 @@
 #include "akita_intf.h"
 #include "tier_cache.bpf.h"
 #include "task_state.bpf.h"
+#include "fifo_guard.bpf.h"
 #include "slice_expiry.bpf.h"
 
 char _license[] SEC("license") = "GPL";
@@ -127,7 +129,6 @@ struct {
 struct task_ctx {
 	u64 run_start;		/* start of the stint being charged */
 	u64 wake_at;		/* ops.runnable: CPU access latency starts */
-	u64 enq_at;		/* BE: when queued (starvation guard) */
 	u64 cls_gen;		/* akita_gen the server was looked up at */
 	u64 cls_cgrp;		/* the task's cgroup then (pointer as a number) */
 	s32 server;		/* its server by vm_cgrps; -1: in no VM */
@@ -449,7 +450,7 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	if (kind == KIND_BE) {
-		tctx->enq_at = now;
+		fifo_note_enqueue(p, now);
 		scx_bpf_dsq_insert(p, AKITA_BE_DSQ, be_slice_ns, enq_flags);
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		if (cpu >= 0)
@@ -475,19 +476,6 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 	host_kick(p);
 }
 
-/* The oldest queued BE task (the queue is FIFO) has waited past the limit. */
-static bool be_starved(u64 now)
-{
-	struct task_struct *p;
-	struct task_ctx *tctx;
-
-	bpf_for_each(scx_dsq, p, AKITA_BE_DSQ, 0) {
-		tctx = task_ctx(p);
-		return tctx && now - tctx->enq_at > starvation_limit_ns;
-	}
-	return false;
-}
-
 /*
  * The starvation guard: one slice for a BE task queued too long, or for a
  * host task when this CPU has served no host task for too long (a task
@@ -506,7 +494,7 @@ static bool guard(s32 cpu, u64 now, struct akita_cpu_run *cr)
 			return true;
 		}
 	}
-	if (!be_starved(now) || !scx_bpf_dsq_move_to_local(AKITA_BE_DSQ, 0))
+	if (!fifo_head_waited(AKITA_BE_DSQ, now, starvation_limit_ns) || !scx_bpf_dsq_move_to_local(AKITA_BE_DSQ, 0))
 		return false;
 	cr->be_guards++;
 	return true;

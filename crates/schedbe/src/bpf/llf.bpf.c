@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Least-loaded-first among sandboxes (shared/papers/003, CFS-LLF) on
+ * sched_ext, for dense serverless nodes.
+ *
+ * A sandbox is a cgroup userspace matched by pattern (each kubelet pod by
+ * default). Userspace measures each sandbox's load, its CPU usage (cgroup
+ * cpu.stat) smoothed with a ~4 s horizon (agent/load.rs), and writes it as
+ * the sandbox's order key (sandbox_key: cgroup id -> load in 1/65536 CPU).
+ * Tasks in no sandbox (the host's) have key 0.
+ *
+ * Order: one LC queue ordered by (sandbox key, time queued): the least
+ * loaded sandbox's work first, and within a sandbox (or among equal loads)
+ * first come first served, a slice each. BE tasks (the shared tier rules)
+ * have a FIFO queue below it.
+ *
+ * Invariants:
+ *  order:    a CPU takes the LC task of the least loaded sandbox queued
+ *            (loads as of its enqueue), except for the floor below.
+ *  preempt:  an LC wakeup that finds no idle CPU preempts the CPU whose
+ *            task belongs to the most loaded sandbox, if that sandbox is
+ *            more loaded than the waking one by preempt_margin and its task
+ *            has run min_run_ns: light functions do not wait a slice for
+ *            a heavy one.
+ *  floor:    every floor_interval_ns each CPU looks at the tail of the LC
+ *            queue (the most loaded sandboxes) and runs the task there that
+ *            has waited longest, if it waited more than floor_wait_ns, for
+ *            floor_slice_ns (short, so light work waits little for it): a
+ *            heavy sandbox's task waits at most about floor_wait_ns plus
+ *            its turn among such tasks (one per CPU per interval), never
+ *            long enough for the sched_ext watchdog.
+ *  BE:       below every LC task; a BE task queued longer than
+ *            starvation_limit_ns gets one slice (guard).
+ *
+ * Shared with the other policies: tier_cache.bpf.h (BE rules; its
+ * cgrp_outermost_in() finds a task's sandbox too), task_state.bpf.h (dying
+ * and freezing tasks run as LC), fifo_guard.bpf.h (the BE starvation guard).
+ */
+#include <scx/common.bpf.h>
+#include "llf_intf.h"
+#include "tier_cache.bpf.h"
+#include "task_state.bpf.h"
+#include "fifo_guard.bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+const volatile u64 slice_ns = 5ULL * 1000 * 1000;
+const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
+const volatile u64 floor_interval_ns = 100ULL * 1000 * 1000;
+const volatile u64 floor_wait_ns = 200ULL * 1000 * 1000;
+const volatile u64 floor_slice_ns = 1ULL * 1000 * 1000;
+const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
+const volatile u64 min_run_ns = 100ULL * 1000;
+const volatile u64 preempt_margin = LLF_LOAD_ONE / 16;
+
+/* Tail entries the floor looks at per visit (bounds the verifier's work). */
+#define LLF_FLOOR_SCAN	32
+
+/* Bumped by userspace when the sandbox set changes: tasks look theirs up again. */
+u64 llf_gen;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LLF_MAX_SANDBOXES);
+	__type(key, u64);	/* sandbox cgroup id */
+	__type(value, u64);	/* its load, the order key */
+} sandbox_key SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct llf_stats);
+} stats SEC(".maps");
+
+/* What each CPU runs: the key of its task's sandbox, and since when. */
+struct cpu_state {
+	u64 key;
+	u64 started;
+	u64 floor_last;
+	u8 lc;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LLF_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_state);
+} cpu_states SEC(".maps");
+
+struct task_ctx {
+	u64 enq_at;		/* LC: when queued (the floor) */
+	u64 sb;			/* its sandbox's cgroup id; 0: none */
+	u64 cls_gen;
+	u64 cls_cgrp;
+	u8 be;
+	struct tier_memo memo;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static __always_inline struct cpu_state *cpu_state(s32 cpu)
+{
+	u32 k = cpu;
+	return bpf_map_lookup_elem(&cpu_states, &k);
+}
+
+#define STAT_ADD(field, v) do {						\
+	u32 __z = 0;							\
+	struct llf_stats *__s = bpf_map_lookup_elem(&stats, &__z);	\
+	if (__s)							\
+		__s->field += (v);					\
+} while (0)
+
+/* BE by the shared rules (unless it must run); otherwise LC in its sandbox. */
+static bool classify(struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 gen = *(volatile u64 *)&llf_gen, cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp);
+
+	tctx->be = tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p);
+	if (tctx->cls_gen != gen || tctx->cls_cgrp != cg) {
+		tctx->sb = cgrp_outermost_in(p, &sandbox_key);
+		tctx->cls_gen = gen;
+		tctx->cls_cgrp = cg;
+	}
+	return tctx->be;
+}
+
+/* The current load of @p's sandbox (0 outside sandboxes). */
+static __always_inline u64 key_of(struct task_ctx *tctx)
+{
+	u64 *k;
+
+	if (!tctx || !tctx->sb || !(k = bpf_map_lookup_elem(&sandbox_key, &tctx->sb)))
+		return 0;
+	return *k;
+}
+
+s32 BPF_STRUCT_OPS(llf_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	bool is_idle = false;
+	s32 cpu;
+
+	if (!tctx || classify(p, tctx))
+		return prev_cpu;	/* BE goes through ops.dispatch, after LC */
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		STAT_ADD(direct, 1);
+	}
+	return cpu;
+}
+
+/*
+ * No CPU was idle for an LC task of load @key: preempt the CPU whose task's
+ * sandbox is the most loaded, if it is heavier by preempt_margin and has run
+ * min_run_ns (so two light sandboxes do not ping-pong).
+ */
+static void preempt_heaviest(struct task_struct *p, u64 key, u64 now)
+{
+	struct cpu_state *cs;
+	u64 best_key = key + preempt_margin;
+	s32 best = -1;
+	u32 i;
+
+	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
+		if (i >= LLF_MAX_CPUS)
+			break;
+		if (!(cs = cpu_state(i)) || !cs->lc || !bpf_cpumask_test_cpu(i, p->cpus_ptr))
+			continue;
+		if (cs->key > best_key && now - cs->started >= min_run_ns) {
+			best_key = cs->key;
+			best = i;
+		}
+	}
+	if (best >= 0) {
+		scx_bpf_kick_cpu(best, SCX_KICK_PREEMPT);
+		STAT_ADD(preempts, 1);
+	}
+}
+
+void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u64 now = bpf_ktime_get_ns(), key;
+	s32 cpu;
+
+	if (tctx && classify(p, tctx)) {
+		fifo_note_enqueue(p, now);
+		scx_bpf_dsq_insert(p, LLF_BE_DSQ, be_slice_ns, enq_flags);
+		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	key = key_of(tctx);
+	if (tctx)
+		tctx->enq_at = now;
+	/* (load, time queued in 64 us units): FIFO among equal loads */
+	scx_bpf_dsq_insert_vtime(p, LLF_LC_DSQ, slice_ns, (key << 32) | ((now >> 16) & 0xffffffff), enq_flags);
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	else
+		preempt_heaviest(p, key, now);
+}
+
+/*
+ * The floor: the task nearest the tail (the most loaded sandboxes) that has
+ * waited past floor_wait_ns, run here now. Once per floor_interval_ns per CPU.
+ */
+static bool floor_slice(s32 cpu, u64 now)
+{
+	struct cpu_state *cs = cpu_state(cpu);
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u32 seen = 0;
+
+	if (!cs || now - cs->floor_last < floor_interval_ns)
+		return false;
+	cs->floor_last = now;
+	bpf_for_each(scx_dsq, p, LLF_LC_DSQ, SCX_DSQ_ITER_REV) {
+		if (++seen > LLF_FLOOR_SCAN)
+			break;
+		tctx = task_ctx(p);
+		if (!tctx || now - tctx->enq_at < floor_wait_ns)
+			continue;
+		/* moving a task to a CPU it may not run on is a scheduler error */
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		/* a short slice: the floor must not make light work wait long */
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, floor_slice_ns);
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			STAT_ADD(floor_slices, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	if (fifo_head_waited(LLF_BE_DSQ, now, starvation_limit_ns) && scx_bpf_dsq_move_to_local(LLF_BE_DSQ, 0)) {
+		STAT_ADD(be_guards, 1);
+		return;
+	}
+	if (floor_slice(cpu, now))
+		return;
+	if (scx_bpf_dsq_move_to_local(LLF_LC_DSQ, 0)) {
+		STAT_ADD(lc_dispatches, 1);
+		return;
+	}
+	if (scx_bpf_dsq_move_to_local(LLF_BE_DSQ, 0))
+		STAT_ADD(be_dispatches, 1);
+}
+
+void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
+
+	if (!cs)
+		return;
+	cs->lc = tctx && !tctx->be;
+	cs->key = key_of(tctx);
+	cs->started = bpf_ktime_get_ns();
+}
+
+void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
+{
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
+
+	if (cs)
+		cs->lc = 0;
+}
+
+s32 BPF_STRUCT_OPS(llf_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!tctx)
+		return -ENOMEM;
+	tctx->cls_gen = ~0ULL;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(llf_init)
+{
+	s32 err = scx_bpf_create_dsq(LLF_LC_DSQ, -1);
+
+	if (!err)
+		err = scx_bpf_create_dsq(LLF_BE_DSQ, -1);
+	if (err)
+		scx_bpf_error("failed to create the LC and BE queues: %d", err);
+	return err;
+}
+
+/* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
+void BPF_STRUCT_OPS(llf_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	tier_cache_invalidate();
+}
+
+void BPF_STRUCT_OPS(llf_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(llf_ops,
+	       .select_cpu	= (void *)llf_select_cpu,
+	       .enqueue		= (void *)llf_enqueue,
+	       .dispatch	= (void *)llf_dispatch,
+	       .running		= (void *)llf_running,
+	       .stopping	= (void *)llf_stopping,
+	       .init_task	= (void *)llf_init_task,
+	       .init		= (void *)llf_init,
+	       .exit		= (void *)llf_exit,
+	       .cgroup_set_idle	= (void *)llf_cgroup_set_idle,
+	       .name		= "schedbe_llf");

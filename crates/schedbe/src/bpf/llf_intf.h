@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Types and constants shared by the LLF policy (llf.bpf.c) and userspace (llf/runtime.rs). */
+#ifndef __LLF_INTF_H
+#define __LLF_INTF_H
+
+#ifndef __VMLINUX_H__
+typedef unsigned long long u64;
+typedef unsigned int u32;
+#endif
+
+enum llf_consts {
+	LLF_MAX_CPUS		= 1024,
+	LLF_MAX_SANDBOXES	= 65536,
+	LLF_LC_DSQ		= 0,
+	LLF_BE_DSQ		= 1,
+	/* a sandbox's load in the order key: CPUs x LLF_LOAD_ONE */
+	LLF_LOAD_ONE		= 1 << 16,
+};
+
+/* Per-CPU counters, summed by userspace. */
+struct llf_stats {
+	u64 lc_dispatches;	/* LC tasks taken from the queue, least loaded sandbox first */
+	u64 direct;		/* wakeups placed straight on an idle CPU */
+	u64 floor_slices;	/* tasks of a heavy sandbox run by the floor (waited past floor_wait_ns) */
+	u64 preempts;		/* a lighter sandbox's wakeup preempted a heavier one's task */
+	u64 be_dispatches;
+	u64 be_guards;		/* BE tasks run by the starvation guard */
+};
+
+#endif /* __LLF_INTF_H */

@@ -1,0 +1,254 @@
+//! `schedbe run --policy llf`: load llf.bpf.c, keep each sandbox's order key
+//! (its decaying load) up to date, print stats, unload cleanly.
+
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use serde::Serialize;
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+
+use super::bpf::intf;
+use super::bpf::*;
+use crate::agent::discover::{self, Sandbox};
+use crate::agent::load::{LoadTracker, Sample};
+use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
+
+/// How often loads are measured and keys written.
+const UPDATE: Duration = Duration::from_millis(200);
+/// How often the sandboxes are looked for.
+const RESCAN: Duration = Duration::from_secs(1);
+const SHUTDOWN_POLL: Duration = Duration::from_millis(250);
+
+/// What `schedbe run --policy llf` was asked.
+#[derive(Debug, Clone)]
+pub struct LlfOptions {
+    /// Sandbox path patterns (globs under /sys/fs/cgroup); empty: kubelet pods.
+    pub patterns: Vec<String>,
+    pub half_life: Duration,
+    pub stats: Option<Duration>,
+    pub json: bool,
+}
+
+struct Runtime<'a> {
+    skel: LlfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    opts: LlfOptions,
+    pats: schedbe_cgroup::PathPatterns,
+    sandboxes: Vec<Sandbox>,
+    loads: LoadTracker,
+    /// The keys last written, by sandbox cgroup id.
+    keys: HashMap<u64, u64>,
+    rules: BeRules,
+    be_ids: IdSet,
+}
+
+#[derive(Serialize)]
+struct StatsRow {
+    uptime_s: f64,
+    sandboxes: usize,
+    /// The most loaded sandboxes: (path, load in CPUs).
+    top: Vec<(String, f64)>,
+    lc_dispatches: u64,
+    direct: u64,
+    floor_slices: u64,
+    preempts: u64,
+    be_dispatches: u64,
+    be_guards: u64,
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl<'a> Runtime<'a> {
+    fn init(opts: &LlfOptions, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let pats = discover::patterns(&opts.patterns)?;
+        let loads = LoadTracker::new(opts.half_life)?;
+        scx_utils::try_set_rlimit_infinity();
+        let builder = LlfSkelBuilder::default();
+        let mut skel = scx_ops_open!(builder, open_object, llf_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+        let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
+        skel.maps.rodata_data.as_mut().context("BPF rodata missing")?.tier_idle_cached = set_idle;
+        if !set_idle {
+            skel.struct_ops.llf_ops_mut().cgroup_set_idle = std::ptr::null_mut();
+            skel.progs.llf_cgroup_set_idle.set_autoload(false);
+        }
+        let skel = scx_ops_load!(skel, llf_ops, uei)?;
+        let mut rt = Self {
+            skel,
+            link: None,
+            opts: opts.clone(),
+            pats,
+            sandboxes: Vec::new(),
+            loads,
+            keys: HashMap::new(),
+            rules: BeRules::defaults(),
+            be_ids: IdSet::default(),
+        };
+        rt.rescan().context("initial cgroup scan failed")?;
+        rt.update_keys()?;
+        rt.link = Some(scx_ops_attach!(rt.skel, llf_ops)?);
+        info!("llf policy enabled: {} sandboxes (patterns: {})", rt.sandboxes.len(), rt.pats.patterns().join(", "));
+        Ok(rt)
+    }
+
+    /// Find the sandboxes and the BE cgroups; drop the keys of sandboxes that are gone.
+    fn rescan(&mut self) -> Result<()> {
+        let root = Path::new(CGROUP_ROOT);
+        let found = discover::discover(root, &self.pats)?;
+        let before = self.sandboxes.len();
+        let live: std::collections::HashSet<u64> = found.iter().map(|s| s.cgroup.id).collect();
+        let gone: Vec<u64> = self.keys.keys().copied().filter(|id| !live.contains(id)).collect();
+        let mut changed = !gone.is_empty();
+        for id in gone {
+            let _ = self.skel.maps.sandbox_key.delete(&id.to_ne_bytes());
+            self.keys.remove(&id);
+        }
+        for s in &found {
+            if !self.keys.contains_key(&s.cgroup.id) {
+                // a new sandbox starts with no load: its first requests go first
+                self.skel.maps.sandbox_key.update(&s.cgroup.id.to_ne_bytes(), &0u64.to_ne_bytes(), MapFlags::ANY).context("cannot update sandbox_key")?;
+                self.keys.insert(s.cgroup.id, 0);
+                changed = true;
+            }
+        }
+        self.sandboxes = found;
+        if self.sandboxes.len() != before {
+            info!("{} sandboxes", self.sandboxes.len());
+        }
+        let be_changed = crate::be_sync::sync_tree(&self.skel.maps.be_cgroups, root, &self.rules, &mut self.be_ids)?;
+        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+        if be_changed {
+            bss.tier_gen = bss.tier_gen.wrapping_add(1);
+        }
+        if changed {
+            bss.llf_gen = bss.llf_gen.wrapping_add(1);
+        }
+        Ok(())
+    }
+
+    /// Measure every sandbox's load and write the keys that moved.
+    fn update_keys(&mut self) -> Result<()> {
+        let root = Path::new(CGROUP_ROOT);
+        let t = monotonic_ns();
+        let samples: Vec<Sample> = self
+            .sandboxes
+            .iter()
+            .filter_map(|s| discover::read(root, s).ok().map(|r| Sample { rel: s.cgroup.rel.clone(), id: s.cgroup.id, usage_us: r.usage_us }))
+            .collect();
+        let loads = self.loads.update(t, &samples);
+        for (s, load) in samples.iter().zip(loads) {
+            let Some(load) = load else { continue };
+            let key = (load.max(0.0) * f64::from(intf::llf_consts_LLF_LOAD_ONE)).round() as u64;
+            let old = self.keys.get(&s.id).copied().unwrap_or(u64::MAX);
+            // a map update is a syscall: only when the key moved by more than 1/256 CPU
+            if old == u64::MAX || key.abs_diff(old) > u64::from(intf::llf_consts_LLF_LOAD_ONE) / 256 {
+                self.skel.maps.sandbox_key.update(&s.id.to_ne_bytes(), &key.to_ne_bytes(), MapFlags::ANY).context("cannot update sandbox_key")?;
+                self.keys.insert(s.id, key);
+            }
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> intf::llf_stats {
+        // SAFETY: all-zero is a valid llf_stats (plain u64 fields).
+        let mut t: intf::llf_stats = unsafe { std::mem::zeroed() };
+        if let Ok(Some(vals)) = self.skel.maps.stats.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            for v in vals.iter().filter(|v| v.len() >= std::mem::size_of::<intf::llf_stats>()) {
+                // SAFETY: llf_stats is plain u64 fields; the slice is at least that long.
+                let s: intf::llf_stats = unsafe { std::ptr::read_unaligned(v.as_ptr() as *const _) };
+                t.lc_dispatches += s.lc_dispatches;
+                t.direct += s.direct;
+                t.floor_slices += s.floor_slices;
+                t.preempts += s.preempts;
+                t.be_dispatches += s.be_dispatches;
+                t.be_guards += s.be_guards;
+            }
+        }
+        t
+    }
+
+    fn stats_row(&self, started: Instant, prev: &intf::llf_stats) -> (StatsRow, intf::llf_stats) {
+        let c = self.counters();
+        let unit = f64::from(intf::llf_consts_LLF_LOAD_ONE);
+        let mut top: Vec<(String, f64)> =
+            self.sandboxes.iter().filter_map(|s| self.keys.get(&s.cgroup.id).map(|k| (s.cgroup.rel.clone(), *k as f64 / unit))).collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        top.truncate(5);
+        let row = StatsRow {
+            uptime_s: started.elapsed().as_secs_f64(),
+            sandboxes: self.sandboxes.len(),
+            top,
+            lc_dispatches: c.lc_dispatches - prev.lc_dispatches,
+            direct: c.direct - prev.direct,
+            floor_slices: c.floor_slices - prev.floor_slices,
+            preempts: c.preempts - prev.preempts,
+            be_dispatches: c.be_dispatches - prev.be_dispatches,
+            be_guards: c.be_guards - prev.be_guards,
+        };
+        (row, c)
+    }
+
+    fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
+        let started = Instant::now();
+        let (mut next_update, mut next_rescan) = (started + UPDATE, started + RESCAN);
+        let mut next_stats = self.opts.stats.map(|i| started + i);
+        // SAFETY: all-zero is a valid llf_stats.
+        let mut prev: intf::llf_stats = unsafe { std::mem::zeroed() };
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            let now = Instant::now();
+            if now >= next_rescan {
+                if let Err(e) = self.rescan() {
+                    warn!("cgroup rescan failed: {e:#}");
+                }
+                next_rescan = now + RESCAN;
+            }
+            if now >= next_update {
+                if let Err(e) = self.update_keys() {
+                    warn!("sandbox load update failed: {e:#}");
+                }
+                next_update = now + UPDATE;
+            }
+            if let (Some(t), Some(intv)) = (next_stats, self.opts.stats) {
+                if now >= t {
+                    let (row, c) = self.stats_row(started, &prev);
+                    prev = c;
+                    if self.opts.json {
+                        println!("{}", serde_json::to_string(&row)?);
+                    } else {
+                        let top: Vec<String> = row.top.iter().map(|(p, l)| format!("{p} {l:.2}")).collect();
+                        println!(
+                            "{:>7.1} sandboxes {} lc {} direct {} floor {} preempt {} be {} guard {} | top: {}",
+                            row.uptime_s, row.sandboxes, row.lc_dispatches, row.direct, row.floor_slices, row.preempts, row.be_dispatches, row.be_guards,
+                            top.join(", ")
+                        );
+                    }
+                    next_stats = Some(t + intv);
+                }
+            }
+            let due = [Some(next_update), Some(next_rescan), next_stats].into_iter().flatten().min().unwrap_or(now);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL));
+        }
+        let _ = self.link.take();
+        uei_report!(&self.skel, uei)
+    }
+}
+
+/// `schedbe run --policy llf`.
+pub fn run_policy(opts: &LlfOptions, shutdown: Arc<AtomicBool>) -> Result<i32> {
+    crate::lifecycle::run_until_stopped(&shutdown.clone(), || {
+        let mut open_object = MaybeUninit::uninit();
+        let mut rt = Runtime::init(opts, &mut open_object)?;
+        rt.run(shutdown.clone())
+    })
+}

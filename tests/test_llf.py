@@ -1,0 +1,109 @@
+"""The least-loaded-first policy (`schedbe run --policy llf`, docs/serverless.md)
+in the VM.
+
+Sandboxes are cgroups under schedbe-test/llf/ given with --sandbox. Shares
+come from the kernel's cgroup cpu.stat, wakeup latencies from the tracer,
+not from the scheduler's counters.
+"""
+
+import sys
+import time
+
+import pytest
+
+import schedbe_testlib as tl
+
+pytestmark = pytest.mark.vm
+
+BASE = f"{tl.TEST_CG}/llf"
+CPU = tl.NR_CPUS - 1
+DUTY = [sys.executable, str(tl.ROOT / "tests" / "progs" / "duty.py")]
+
+
+def llf(name, *extra):
+    return tl.Schedbe("--policy", "llf", "--sandbox", f"{BASE}/*", "--stats", "1", *extra, name=name)
+
+
+def usage(names):
+    return {n: tl.cg_usage_usec(f"{BASE}/{n}") for n in names}
+
+
+@pytest.fixture
+def procs():
+    ps = []
+    yield ps
+    for p in ps:
+        tl.kill_proc(p)
+    tl.cg_remove_tree(BASE)
+
+
+def make(names):
+    tl.cg_create(BASE)
+    for n in names:
+        tl.cg_create(f"{BASE}/{n}")
+
+
+def test_light_sandbox_first_heavy_ones_share(procs):
+    """On one CPU: a light sandbox (1 ms of work every 10 ms) and two heavy
+    ones (one and three CPU-bound threads). The light one's work is ordered
+    first (its wakeups wait for no heavy slice: p99 under 5 ms, the emulated
+    IPI's scale), and the heavy ones, ordered by their own decaying loads,
+    share the rest about equally whatever their thread counts."""
+    names = ["light", "heavy1", "heavy3"]
+    make(names)
+    with llf("llf-light") as sched:
+        procs.append(tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/heavy1", cpus=[CPU]))
+        procs += [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/heavy3", cpus=[CPU]) for _ in range(3)]
+        procs.append(tl.spawn(DUTY + ["10", "1"], cgroup=f"{BASE}/light", cpus=[CPU]))
+        time.sleep(4)
+        u0, t0 = usage(names), time.monotonic()
+        rep = tl.run_trace(6, "llf-light-trace", cgroups=[f"{BASE}/{n}" for n in names], cpu=0)
+        dt = time.monotonic() - t0
+        u1 = usage(names)
+        sched.check_running()
+    share = {n: (u1[n] - u0[n]) / 1e6 / dt for n in names}
+    cg = rep["cgroups"]
+    lat = (cg.get(f"{BASE}/light") or cg[f"/{BASE}/light"])["wakeup_latency"]
+    tl.log(f"shares {share}; light wakeup latency {lat}")
+    assert lat["n"] >= 300, lat
+    assert lat["p99_us"] < 5000, f"the light sandbox waited for heavy slices: {lat}"
+    assert share["light"] >= 0.08, share
+    h1, h3 = share["heavy1"], share["heavy3"]
+    assert min(h1, h3) / max(h1, h3) >= 0.7, f"heavy sandboxes should share by load, not by threads: {share}"
+
+
+def test_overload_no_stall_and_be_below(procs):
+    """30 s with three CPU-bound sandboxes (two threads per CPU each), a
+    host hog and a BE hog: no watchdog stall, every sandbox and the host
+    progress, BE gets only guard slices."""
+    names = ["a", "b", "c"]
+    make(names)
+    tl.cg_create(f"{BASE}-be")
+    tl.cg_write(f"{BASE}-be", "cpu.idle", "1")
+    try:
+        with llf("llf-overload") as sched:
+            for n in names:
+                procs += [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/{n}") for _ in range(2 * tl.NR_CPUS)]
+            host = tl.spawn(tl.BUSY_LOOP)
+            procs.append(host)
+            be = tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}-be")
+            procs.append(be)
+            time.sleep(2)
+            u0 = usage(names)
+            t_end = time.monotonic() + 30
+            while time.monotonic() < t_end:
+                time.sleep(5)
+                sched.check_running()
+            u1 = usage(names)
+            host_cpu, be_cpu = tl.cpu_ns(host.pid) / 1e9, tl.cpu_ns(be.pid) / 1e9
+        share = {n: (u1[n] - u0[n]) / 1e6 / 30 for n in names}
+        tl.log(f"sandbox CPUs {share}, host {host_cpu:.2f} CPU-s, BE {be_cpu:.3f} CPU-s")
+        assert tl.scx_state() == "disabled"
+        assert min(share.values()) / max(share.values()) >= 0.7, f"equal demands, equal shares: {share}"
+        assert host_cpu > 1.0
+        assert 0.0 < be_cpu < 1.0, "BE runs on guard slices only while LC saturates the CPUs"
+    finally:
+        for p in procs:
+            tl.kill_proc(p)
+        procs.clear()
+        tl.cg_remove_tree(f"{BASE}-be")
