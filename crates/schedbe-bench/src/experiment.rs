@@ -243,15 +243,25 @@ fn check_secs(name: &str, v: f64, min: f64) -> Result<f64> {
     Ok(v)
 }
 
-/// The schedbe binary: explicit, this binary when it is schedbe, or a
-/// `schedbe` next to it or in an ancestor directory (target/release/examples/x
-/// -> target/release/schedbe), or target/release/schedbe under the cwd.
+/// Set by the schedbe binary before it runs `schedbe bench`: this process is
+/// schedbe itself, whatever its file is called (a copy kept for an A/B run).
+static SELF_IS_SCHEDBE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called by the schedbe binary: the scheduler configurations run this binary.
+pub fn self_is_schedbe() {
+    SELF_IS_SCHEDBE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The schedbe binary: explicit, this binary when it is schedbe (by
+/// [`self_is_schedbe`] or by name), or a `schedbe` next to it or in an
+/// ancestor directory (target/release/examples/x -> target/release/schedbe),
+/// or target/release/schedbe under the cwd.
 pub fn resolve_schedbe_bin(explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = explicit {
         return Some(p.to_path_buf());
     }
     let exe = std::env::current_exe().ok()?;
-    if exe.file_name().map(|n| n == "schedbe").unwrap_or(false) {
+    if SELF_IS_SCHEDBE.load(std::sync::atomic::Ordering::Relaxed) || exe.file_name().map(|n| n == "schedbe").unwrap_or(false) {
         return Some(exe);
     }
     for d in exe.ancestors().skip(1).take(3) {

@@ -364,6 +364,8 @@ fn real_main() -> Result<i32> {
             Ok(0)
         }
         Cmd::Bench(c) => {
+            // the scheduler configurations run this very binary, whatever its name
+            schedbe_bench::experiment::self_is_schedbe();
             schedbe_bench::cli_main(&c)?;
             Ok(0)
         }
