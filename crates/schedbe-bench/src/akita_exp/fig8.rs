@@ -75,9 +75,9 @@ fn one_run(s: &Setup, a: &PlaceArgs, cfg: Cfg, rep: usize) -> Result<Vec<Row>> {
         procs.push(vms::spawn_in("rpc", mc, &vmset[0].cgroup(), &s.vm_cpus, &dir)?);
         super::wait_port(PORT, Duration::from_secs(10))?;
         let mut rows = Vec::new();
-        for n in 0..=a.max_lo {
+        // vmset[0] is the RPC VM; step n adds vmset[n]
+        for (n, vm) in vmset.iter().enumerate() {
             if n > 0 {
-                let vm = &vmset[n];
                 let mut d = s.helper("duty");
                 d.args(["--burn-ms", "100"]);
                 procs.push(vms::spawn_in(&vm.name, d, &vm.cgroup(), &s.vm_cpus, &dir)?);
