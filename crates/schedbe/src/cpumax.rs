@@ -202,8 +202,8 @@ impl CpuMax {
     }
 }
 
-/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
-fn monotonic_ns() -> u64 {
+/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(); every policy's userspace uses it.
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };

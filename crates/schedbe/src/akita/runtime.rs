@@ -349,7 +349,7 @@ impl<'a> Runtime<'a> {
                 }
             }
         }
-        Snapshot { at: Instant::now(), mono_ns: report::monotonic_ns(), servers, cpus }
+        Snapshot { at: Instant::now(), mono_ns: crate::cpumax::monotonic_ns(), servers, cpus }
     }
 
     fn vm_table(&self) -> Vec<report::VmInfo> {

@@ -63,13 +63,6 @@ struct StatsRow {
     be_guards: u64,
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 impl<'a> Runtime<'a> {
     fn init(opts: &LlfOptions, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let pats = discover::patterns(&opts.patterns)?;
@@ -140,7 +133,7 @@ impl<'a> Runtime<'a> {
     /// Measure every sandbox's load and write the keys that moved.
     fn update_keys(&mut self) -> Result<()> {
         let root = Path::new(CGROUP_ROOT);
-        let t = monotonic_ns();
+        let t = crate::cpumax::monotonic_ns();
         let samples: Vec<Sample> = self
             .sandboxes
             .iter()
