@@ -110,8 +110,16 @@ pub enum BenchCmd {
     Pods(kubepods::PodsArgs),
     /// Write a serverless workload (Azure-shaped rates and execution times,
     /// demand bands, latency targets) and its request trace to a directory
-    /// (docs/serverless.md); nothing runs it yet
+    /// (docs/serverless.md)
     ServerlessTrace(serverless::TraceArgs),
+    /// Paper 003's experiment: function sandboxes (kubelet pods) serve an
+    /// Azure-shaped trace while the load sweeps to overload, under eevdf,
+    /// schedbe and llf: latency-target attainment per demand group, context
+    /// switches, the agent's overload detection, the floor (docs/serverless.md)
+    Serverless(serverless::ServerlessArgs),
+    /// The serverless bench's sandbox servers (a helper)
+    #[command(hide = true)]
+    FnPool(serverless::PoolArgs),
     /// Measure the spin loop's speed here and print it (JSON)
     Calibrate {
         #[arg(long, default_value_t = 11)]
@@ -205,6 +213,8 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
         BenchCmd::ParkResume(a) => park::run(a),
         BenchCmd::Pods(a) => kubepods::cli(a),
         BenchCmd::ServerlessTrace(a) => serverless::run(a),
+        BenchCmd::Serverless(a) => serverless::sweep::run(a),
+        BenchCmd::FnPool(a) => serverless::pool::run(a),
         BenchCmd::JobServer(a) => park::job_server(a),
     }
 }

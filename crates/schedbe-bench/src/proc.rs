@@ -27,6 +27,11 @@ impl Proc {
         self.child.as_ref().map(|c| c.id()).unwrap_or(0)
     }
 
+    /// Its stdout, if it was spawned with `Stdio::piped()`.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.as_mut().and_then(|c| c.stdout.take())
+    }
+
     pub fn wait_timeout(&mut self, d: Duration) -> Result<Option<ExitStatus>> {
         let deadline = monotonic_ns() + d.as_nanos() as u64;
         let Some(c) = self.child.as_mut() else { return Ok(None) };

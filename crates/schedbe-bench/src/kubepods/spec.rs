@@ -10,9 +10,11 @@ use serde::Deserialize;
 
 use super::ids::uid_for;
 
-/// Limits of a spec: enough for any experiment, small enough that a typo
-/// cannot make thousands of cgroups.
-pub const MAX_PODS: usize = 64;
+/// Limits of a spec: enough for any experiment (the serverless bench's dense
+/// node runs 1000 sandbox pods; kubelet's `--max-pods` defaults to 110 but
+/// dense nodes raise it), small enough that a typo cannot make tens of
+/// thousands of cgroups.
+pub const MAX_PODS: usize = 1024;
 pub const MAX_CONTAINERS: usize = 16;
 /// 10000 CPUs, in millicores: keeps every sum far from overflow.
 pub const MAX_MILLI: u64 = 10_000_000;
@@ -350,7 +352,7 @@ mod tests {
         same_uid.uid = Some(uid_for("a"));
         assert!(msg(spec(vec![ok(), same_uid])).contains("used by another pod"));
         let many: Vec<PodSpec> = (0..=MAX_PODS).map(|i| pod(&format!("p{i}"), vec![c("c", None, None)])).collect();
-        assert!(msg(spec(many)).contains("at most 64"));
+        assert!(msg(spec(many)).contains("at most 1024"));
         let wide = pod("a", (0..=MAX_CONTAINERS).map(|i| c(&format!("c{i}"), None, None)).collect());
         assert!(msg(spec(vec![wide])).contains("at most 16"));
     }

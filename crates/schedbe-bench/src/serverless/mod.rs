@@ -10,14 +10,25 @@
 //! - `azure`: the Azure Functions 2019 invocation CSVs, read and written
 //! - `dist`: the normal quantile and per-function seed streams
 //! - `cli`: `schedbe bench serverless-trace`
-//!
-//! The bench runner does not run this workload yet.
+//! - `sweep`: `schedbe bench serverless`, the experiment: loads x
+//!   configurations x repetitions, the table and the outputs
+//! - `runner`: one run (pods, servers, scheduler, agent, tracer, replay)
+//! - `pool`: the sandboxes' servers (`bench fn-pool`)
+//! - `gen`: the open-loop load generator
+//! - `metrics`: attainment per group, the agent's detection, the floor
 
 pub mod azure;
 mod cli;
 pub mod dist;
+pub mod gen;
+pub mod metrics;
 pub mod model;
+pub mod pool;
+pub mod runner;
+pub mod sweep;
 pub mod trace;
 
 pub use cli::{band_table, run, TraceArgs};
+pub use pool::PoolArgs;
+pub use sweep::ServerlessArgs;
 pub use model::{bands_by_rate, Function, Group, ModelParams, Workload};

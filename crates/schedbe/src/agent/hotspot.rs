@@ -3,15 +3,24 @@
 //! resources of hotspot functions". The thresholds are choices (the paper
 //! gives none); every one is a field of [`Thresholds`].
 //!
-//! **Overload**, with hysteresis. The node enters overload when PSI cpu
-//! `some avg10` (the share of the last 10 s in which a task waited for a
-//! CPU) reaches `enter_psi` (20%), or when runnable tasks per CPU reach
-//! `enter_runnable_per_cpu` (1.5: on average half a task waiting per CPU).
-//! It leaves only after `exit_after` (3) consecutive samples below both
-//! `exit_psi` (10%) and `exit_runnable_per_cpu` (1.0). Runnable tasks
-//! (`procs_running`, an instantaneous count) are smoothed with the load's
-//! half-life first, so one sample's spike does not flip the state; PSI's
-//! avg10 is smoothed by the kernel already.
+//! **Overload** is CPU saturation with waiting, over the last sampling
+//! interval, with hysteresis. Two rates, from cumulative counters so that
+//! they describe exactly the interval:
+//! - the PSI cpu `some` share: the part of the interval in which some task
+//!   waited for a CPU (the `total=` µs counter of /proc/pressure/cpu);
+//! - the busy share: the part of the CPUs' time not idle (the aggregate
+//!   `cpu` line of /proc/stat, idle and iowait against all).
+//!
+//! The node enters overload after `enter_after` (2) consecutive intervals
+//! with PSI some >= `enter_psi` (50%) and busy >= `enter_busy` (0.9), so a
+//! 1 s interval detects a step into overload in about 2-3 s. It leaves after
+//! `exit_after` (3) consecutive intervals with PSI some < `exit_psi` (25%)
+//! or busy < `exit_busy` (0.8). Neither PSI's avg10 (a 10 s average: it
+//! takes 3-4 s to pass 20% after a step, and as long to forget one) nor the
+//! run queue alone decides: under bursty arrivals, a node at half load has
+//! moments of several runnable tasks per CPU and a PSI some of 10-25%, but
+//! its CPUs are idle half the time. Without the `cpu` line (a fake /proc),
+//! PSI decides alone.
 //!
 //! **Demand and excess**, in CPUs. n CPUs, target utilisation u* (0.8),
 //! sandbox loads L_i (load.rs), U = Σ L_i, smoothed runnable tasks R.
@@ -38,10 +47,13 @@ use super::load::decay;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {
+    /// PSI cpu some over the interval, percent.
     pub enter_psi: f64,
     pub exit_psi: f64,
-    pub enter_runnable_per_cpu: f64,
-    pub exit_runnable_per_cpu: f64,
+    /// Busy share of the CPUs over the interval, 0..1.
+    pub enter_busy: f64,
+    pub exit_busy: f64,
+    pub enter_after: u32,
     pub exit_after: u32,
     pub target_util: f64,
     pub max_hotspots: usize,
@@ -51,10 +63,11 @@ pub struct Thresholds {
 impl Default for Thresholds {
     fn default() -> Self {
         Self {
-            enter_psi: 20.0,
-            exit_psi: 10.0,
-            enter_runnable_per_cpu: 1.5,
-            exit_runnable_per_cpu: 1.0,
+            enter_psi: 50.0,
+            exit_psi: 25.0,
+            enter_busy: 0.9,
+            exit_busy: 0.8,
+            enter_after: 2,
             exit_after: 3,
             target_util: 0.8,
             max_hotspots: 5,
@@ -69,30 +82,38 @@ impl Thresholds {
         if !(ok(self.exit_psi, 0.0, 100.0) && ok(self.enter_psi, self.exit_psi, 100.0)) {
             bail!("PSI thresholds must satisfy 0 <= exit ({}) <= enter ({}) <= 100", self.exit_psi, self.enter_psi);
         }
-        if !(ok(self.exit_runnable_per_cpu, 0.0, 1e3) && ok(self.enter_runnable_per_cpu, self.exit_runnable_per_cpu, 1e3)) {
-            bail!(
-                "run-queue thresholds must satisfy 0 <= exit ({}) <= enter ({})",
-                self.exit_runnable_per_cpu,
-                self.enter_runnable_per_cpu
-            );
+        if !(ok(self.exit_busy, 0.0, 1.0) && ok(self.enter_busy, self.exit_busy, 1.0)) {
+            bail!("busy thresholds must satisfy 0 <= exit ({}) <= enter ({}) <= 1", self.exit_busy, self.enter_busy);
         }
         if !ok(self.target_util, 0.05, 1.0) {
             bail!("target utilisation must be in [0.05, 1], got {}", self.target_util);
         }
-        if !ok(self.replica_cpus, 0.01, 1e4) || self.max_hotspots == 0 || self.exit_after == 0 {
-            bail!("replica CPUs must be in [0.01, 10000], and max hotspots and exit-after positive");
+        if !ok(self.replica_cpus, 0.01, 1e4) || self.max_hotspots == 0 || self.exit_after == 0 || self.enter_after == 0 {
+            bail!("replica CPUs must be in [0.01, 10000], and max hotspots, enter-after and exit-after positive");
         }
         Ok(())
     }
 }
 
-/// What the node shows at one sample.
+/// What the node shows at one sample: cumulative counters and the run queue.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeSignals {
     pub t_ns: u64,
-    pub psi_some_avg10: f64,
+    /// PSI cpu some `total=`, µs.
+    pub psi_some_total_us: u64,
+    /// (busy, all) CPU time of /proc/stat's `cpu` line, in ticks; None if absent.
+    pub cpu_ticks: Option<(u64, u64)>,
     pub runnable: u64,
     pub cpus: u64,
+}
+
+/// The rates of the last interval (None at the first sample).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Rates {
+    /// Percent of the interval in which some task waited for a CPU.
+    pub psi_some_pct: Option<f64>,
+    /// Share of the CPUs' time that was not idle.
+    pub busy: Option<f64>,
 }
 
 /// The overload state machine.
@@ -101,14 +122,17 @@ pub struct Detector {
     th: Thresholds,
     half_life_s: f64,
     overloaded: bool,
+    hot: u32,
     calm: u32,
     runnable: Option<(u64, f64)>,
+    prev: Option<NodeSignals>,
+    rates: Rates,
 }
 
 impl Detector {
     pub fn new(th: Thresholds, half_life_s: f64) -> Result<Self> {
         th.validate()?;
-        Ok(Self { th, half_life_s, overloaded: false, calm: 0, runnable: None })
+        Ok(Self { th, half_life_s, overloaded: false, hot: 0, calm: 0, runnable: None, prev: None, rates: Rates::default() })
     }
 
     pub fn thresholds(&self) -> &Thresholds {
@@ -118,6 +142,21 @@ impl Detector {
     /// Smoothed runnable tasks after the latest step.
     pub fn runnable_avg(&self) -> f64 {
         self.runnable.map_or(0.0, |(_, r)| r)
+    }
+
+    /// The latest interval's rates.
+    pub fn rates(&self) -> Rates {
+        self.rates
+    }
+
+    fn interval_rates(prev: &NodeSignals, s: &NodeSignals) -> Rates {
+        let dt_us = s.t_ns.saturating_sub(prev.t_ns) as f64 / 1e3;
+        let psi = (dt_us > 0.0).then(|| (100.0 * s.psi_some_total_us.saturating_sub(prev.psi_some_total_us) as f64 / dt_us).min(100.0));
+        let busy = match (prev.cpu_ticks, s.cpu_ticks) {
+            (Some((b0, a0)), Some((b1, a1))) if a1 > a0 => Some((b1.saturating_sub(b0) as f64 / (a1 - a0) as f64).min(1.0)),
+            _ => None,
+        };
+        Rates { psi_some_pct: psi, busy }
     }
 
     /// Take one sample; returns whether the node is overloaded now.
@@ -132,18 +171,26 @@ impl Detector {
             None => r,
         };
         self.runnable = Some((s.t_ns, avg));
-        let per_cpu = avg / s.cpus.max(1) as f64;
-        if s.psi_some_avg10 >= self.th.enter_psi || per_cpu >= self.th.enter_runnable_per_cpu {
-            self.overloaded = true;
-            self.calm = 0;
-        } else if self.overloaded && s.psi_some_avg10 < self.th.exit_psi && per_cpu < self.th.exit_runnable_per_cpu {
-            self.calm += 1;
-            if self.calm >= self.th.exit_after {
-                self.overloaded = false;
+        let prev = self.prev.replace(*s);
+        let Some(prev) = prev else { return self.overloaded };
+        self.rates = Self::interval_rates(&prev, s);
+        let Some(psi) = self.rates.psi_some_pct else { return self.overloaded };
+        let busy = self.rates.busy;
+        if !self.overloaded {
+            let hot = psi >= self.th.enter_psi && busy.is_none_or(|b| b >= self.th.enter_busy);
+            self.hot = if hot { self.hot + 1 } else { 0 };
+            if self.hot >= self.th.enter_after {
+                self.overloaded = true;
                 self.calm = 0;
             }
         } else {
-            self.calm = 0;
+            let calm = psi < self.th.exit_psi || busy.is_some_and(|b| b < self.th.exit_busy);
+            self.calm = if calm { self.calm + 1 } else { 0 };
+            if self.calm >= self.th.exit_after {
+                self.overloaded = false;
+                self.hot = 0;
+                self.calm = 0;
+            }
         }
         self.overloaded
     }
@@ -222,26 +269,48 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn sig(t: u64, psi: f64, runnable: u64) -> NodeSignals {
-        NodeSignals { t_ns: t * S, psi_some_avg10: psi, runnable, cpus: 4 }
+    /// Sample t (seconds) with the PSI some percent and busy share of the
+    /// interval before it (cumulative counters built from them).
+    struct Feed {
+        total_us: u64,
+        ticks: (u64, u64),
+    }
+
+    impl Feed {
+        fn sig(&mut self, t: u64, psi_pct: f64, busy: Option<f64>, runnable: u64) -> NodeSignals {
+            self.total_us += (psi_pct * 1e4) as u64;
+            self.ticks = (self.ticks.0 + (busy.unwrap_or(0.0) * 400.0) as u64, self.ticks.1 + 400);
+            NodeSignals { t_ns: t * S, psi_some_total_us: self.total_us, cpu_ticks: busy.map(|_| self.ticks), runnable, cpus: 4 }
+        }
     }
 
     #[test]
     fn hysteresis() {
         let mut d = Detector::new(Thresholds::default(), 1.0).unwrap();
-        assert!(!d.step(&sig(0, 15.0, 4)), "15% and 1 runnable per CPU: calm");
-        assert!(d.step(&sig(1, 25.0, 4)), "PSI over 20%: overloaded");
-        assert!(d.step(&sig(2, 15.0, 4)), "between the thresholds: stays");
-        assert!(d.step(&sig(3, 5.0, 2)), "calm 1");
-        assert!(d.step(&sig(4, 5.0, 2)), "calm 2");
-        assert!(!d.step(&sig(5, 5.0, 2)), "calm 3: leaves");
-        // Run queue: 4 -> 12 runnable over 1 s of half-life 1 s averages to 8 = 2 per CPU.
+        let mut f = Feed { total_us: 0, ticks: (0, 0) };
+        let b = Some(0.95);
+        assert!(!d.step(&f.sig(0, 0.0, b, 4)), "first sample: no rates yet");
+        assert!(!d.step(&f.sig(1, 40.0, b, 16)), "PSI 40%: calm, whatever the run queue");
+        assert!(!d.step(&f.sig(2, 80.0, Some(0.6), 16)), "waiting, but CPUs idle 40%: calm");
+        assert!(!d.step(&f.sig(3, 80.0, b, 4)), "hot 1");
+        assert!(d.step(&f.sig(4, 70.0, b, 4)), "hot 2: overloaded");
+        assert_eq!(d.rates(), Rates { psi_some_pct: Some(70.0), busy: Some(0.95) });
+        assert!(d.step(&f.sig(5, 30.0, b, 4)), "between the thresholds: stays");
+        assert!(d.step(&f.sig(6, 10.0, b, 2)), "calm 1");
+        assert!(d.step(&f.sig(7, 90.0, Some(0.5), 2)), "calm 2 (CPUs half idle)");
+        assert!(!d.step(&f.sig(8, 10.0, b, 2)), "calm 3: leaves");
+        assert!(!d.step(&f.sig(9, 90.0, b, 2)), "hot 1 again");
+        // Without /proc/stat's cpu line PSI decides alone.
         let mut d = Detector::new(Thresholds::default(), 1.0).unwrap();
-        assert!(!d.step(&sig(0, 0.0, 4)));
-        assert!(d.step(&sig(1, 0.0, 12)));
+        let mut f = Feed { total_us: 0, ticks: (0, 0) };
+        assert!(!d.step(&f.sig(0, 0.0, None, 4)));
+        assert!(!d.step(&f.sig(1, 60.0, None, 4)));
+        assert!(d.step(&f.sig(2, 60.0, None, 12)));
+        // The run queue is smoothed for the demand: 4 -> 12 over 1 s of half-life 1 s averages to 8.
         assert!((d.runnable_avg() - 8.0).abs() < 1e-12);
         let bad = Thresholds { enter_psi: 5.0, ..Default::default() };
         assert!(Detector::new(bad, 1.0).is_err());
+        assert!(Detector::new(Thresholds { enter_busy: 0.5, ..Default::default() }, 1.0).is_err());
     }
 
     fn sb(rel: &str, load: f64, limit: Option<f64>) -> SandboxLoad {

@@ -60,12 +60,19 @@ pub struct AgentArgs {
     pub half_life_s: f64,
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
-    /// Enter overload at this PSI cpu some avg10, percent
-    #[arg(long, default_value_t = 20.0)]
+    /// Overload needs PSI cpu some at or above this, percent of the interval
+    /// (from its total= counter), with --enter-busy, for 2 intervals in a row
+    #[arg(long, default_value_t = 50.0)]
     pub enter_psi: f64,
-    /// Leave overload below this PSI cpu some avg10, percent
-    #[arg(long, default_value_t = 10.0)]
+    /// Overload ends after 3 intervals with PSI cpu some below this, percent, or the CPUs below --exit-busy
+    #[arg(long, default_value_t = 25.0)]
     pub exit_psi: f64,
+    /// Overload needs the CPUs busy at least this share of the interval
+    #[arg(long, default_value_t = 0.9)]
+    pub enter_busy: f64,
+    /// Overload ends below this busy share (see --exit-psi)
+    #[arg(long, default_value_t = 0.8)]
+    pub exit_busy: f64,
     /// Utilisation the node and a scaled hotspot should run at
     #[arg(long, default_value_t = 0.8)]
     pub target_util: f64,
@@ -91,6 +98,8 @@ impl Agent {
         let th = Thresholds {
             enter_psi: a.enter_psi,
             exit_psi: a.exit_psi,
+            enter_busy: a.enter_busy,
+            exit_busy: a.exit_busy,
             target_util: a.target_util,
             replica_cpus: a.replica_cpus,
             ..Thresholds::default()
@@ -116,7 +125,13 @@ impl Agent {
         let samples: Vec<Sample> =
             read.iter().map(|(b, r)| Sample { rel: b.cgroup.rel.clone(), id: b.cgroup.id, usage_us: r.usage_us }).collect();
         let loads = self.loads.update(t_ns, &samples);
-        let signals = NodeSignals { t_ns, psi_some_avg10: pressure.some.avg10, runnable: rq.runnable, cpus: rq.cpus };
+        let signals = NodeSignals {
+            t_ns,
+            psi_some_total_us: pressure.some.total_us,
+            cpu_ticks: rq.cpu_ticks,
+            runnable: rq.runnable,
+            cpus: rq.cpus,
+        };
         let overloaded = self.detector.step(&signals);
         let sl: Vec<SandboxLoad> = read
             .iter()
@@ -138,7 +153,14 @@ impl Agent {
                 psi_some_avg10: r.pressure.map(|p| p.some.avg10),
             })
             .collect();
-        let node = NodeReport { t_s: t_ns as f64 * 1e-9, cpus: rq.cpus, psi_some_avg10: pressure.some.avg10, runnable_avg, assessment };
+        let node = NodeReport {
+            t_s: t_ns as f64 * 1e-9,
+            cpus: rq.cpus,
+            psi_some_avg10: pressure.some.avg10,
+            rates: self.detector.rates(),
+            runnable_avg,
+            assessment,
+        };
         Ok(Report { node, sandboxes })
     }
 }
@@ -186,9 +208,11 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn proc_files(t: &TempTree, psi: f64, runnable: u64) {
-        t.write(Path::new("proc/pressure/cpu"), &format!("some avg10={psi:.2} avg60=0.00 avg300=0.00 total=1\n"));
-        t.write(Path::new("proc/stat"), &format!("cpu 1\ncpu0 1\ncpu1 1\ncpu2 1\ncpu3 1\nprocs_running {runnable}\n"));
+    /// PSI some's total (µs), the CPUs' busy and all ticks, runnable tasks.
+    fn proc_files(t: &TempTree, psi_total_us: u64, busy: u64, all: u64, runnable: u64) {
+        t.write(Path::new("proc/pressure/cpu"), &format!("some avg10=0.00 avg60=0.00 avg300=0.00 total={psi_total_us}\n"));
+        let idle = all - busy;
+        t.write(Path::new("proc/stat"), &format!("cpu {busy} 0 0 {idle}\ncpu0 1\ncpu1 1\ncpu2 1\ncpu3 1\nprocs_running {runnable}\n"));
     }
 
     #[test]
@@ -198,33 +222,42 @@ mod tests {
         let a = Cli::try_parse_from(["x", "--cgroup-root", root.to_str().unwrap(), "--proc-root", proc.to_str().unwrap()]).unwrap().a;
         let hot = "cg/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poda_1.slice";
         let cold = "cg/kubepods.slice/kubepods-pods_2.slice";
-        proc_files(&t, 5.0, 4);
+        proc_files(&t, 0, 0, 0, 4);
         t.write(&Path::new(hot).join("cpu.stat"), "usage_usec 0\n");
         t.write(&Path::new(cold).join("cpu.stat"), "usage_usec 0\n");
         let mut ag = Agent::new(&a).unwrap();
         let r = ag.sample(0).unwrap();
         assert!(!r.node.assessment.overloaded && r.sandboxes.iter().all(|s| s.load_cpus.is_none()));
-        // 1 s later: the hot pod used 3 CPUs, the cold one 0.5; 8 runnable, PSI 35%.
-        proc_files(&t, 35.0, 8);
-        t.write(&Path::new(hot).join("cpu.stat"), "usage_usec 3000000\n");
-        t.write(&Path::new(cold).join("cpu.stat"), "usage_usec 500000\n");
-        let r = ag.sample(S).unwrap();
+        // Each second: the hot pod uses 3 CPUs, the cold one 0.5; 8 runnable;
+        // some task waited 0.7 s of it (PSI some 70%); the CPUs were 95% busy.
+        let mut last = None;
+        for k in 1..=2u64 {
+            proc_files(&t, k * 700_000, k * 95, k * 100, 8);
+            t.write(&Path::new(hot).join("cpu.stat"), &format!("usage_usec {}\n", k * 3_000_000));
+            t.write(&Path::new(cold).join("cpu.stat"), &format!("usage_usec {}\n", k * 500_000));
+            let r = ag.sample(k * S).unwrap();
+            assert_eq!(r.node.rates, hotspot::Rates { psi_some_pct: Some(70.0), busy: Some(0.95) });
+            // Overloaded after two such intervals, not one.
+            assert_eq!(r.node.assessment.overloaded, k == 2);
+            last = Some(r);
+        }
+        let r = last.unwrap();
         let n = &r.node;
-        // Runnable 4 -> 8 smooths to 6 = D; U = 3.5, rho = 6/3.5; E = 6 - 3.2 = 2.8.
-        assert!(n.assessment.overloaded && (n.runnable_avg - 6.0).abs() < 1e-9);
-        assert!((n.assessment.excess_cpus - 2.8).abs() < 1e-9);
+        // Runnable 4 -> 8 -> 8 smooths to 6 then 7 = D; U = 3.5, rho = 2; E = 7 - 3.2 = 3.8.
+        assert!(n.assessment.overloaded && (n.runnable_avg - 7.0).abs() < 1e-9, "{n:?}");
+        assert!((n.assessment.excess_cpus - 3.8).abs() < 1e-9);
         assert_eq!(r.sandboxes.len(), 2);
         let h = r.sandboxes.iter().find(|s| s.suggestion.is_some()).unwrap();
         assert_eq!((h.pod.as_str(), h.load_cpus), ("a-1", Some(3.0)));
-        // Its demand 3 x 6/3.5 = 5.14 CPUs covers the excess alone: 6.5 CPUs at 80%, 7 replicas.
+        // Its demand 3 x 2 = 6 CPUs covers the excess alone: 7.5 CPUs at 80%, 8 replicas.
         let sug = h.suggestion.as_ref().unwrap();
-        assert_eq!((sug.cpus, sug.replicas), (6.5, 7));
+        assert_eq!((sug.cpus, sug.replicas), (7.5, 8));
         assert_eq!(r.sandboxes.iter().filter(|s| s.suggestion.is_some()).count(), 1);
         let text = render(&r, Format::Prometheus).unwrap();
         assert!(text.contains("pod=\"a-1\"} 3\n"), "{text}");
         assert_eq!(render(&r, Format::Json).unwrap().lines().count(), 3);
         // A missing /proc file is an error that names it.
         std::fs::remove_file(proc.join("pressure/cpu")).unwrap();
-        assert!(format!("{:#}", ag.sample(2 * S).unwrap_err()).contains("pressure/cpu"));
+        assert!(format!("{:#}", ag.sample(3 * S).unwrap_err()).contains("pressure/cpu"));
     }
 }

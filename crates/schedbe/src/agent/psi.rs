@@ -90,20 +90,40 @@ pub fn parse_cpu_stat_usage(text: &str) -> Result<u64> {
     bail!("no usage_usec line")
 }
 
-/// Runnable tasks (running or waiting for a CPU) and online CPUs.
+/// Runnable tasks (running or waiting for a CPU), online CPUs, and the
+/// CPUs' (busy, all) time since boot in ticks, when /proc/stat has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RunQueue {
     pub runnable: u64,
     pub cpus: u64,
+    pub cpu_ticks: Option<(u64, u64)>,
 }
 
-/// `procs_running` (if present) and the number of `cpuN` lines (at least one) of /proc/stat.
-fn stat_fields(text: &str) -> Result<(Option<u64>, u64)> {
+/// The aggregate `cpu` line's (busy, all): all is user + nice + system +
+/// idle + iowait + irq + softirq + steal (guest time is inside user), busy
+/// is all but idle and iowait. None if it has fewer than the first four.
+fn cpu_ticks(fields: &[&str]) -> Option<(u64, u64)> {
+    let v: Vec<u64> = fields.iter().take(8).map_while(|f| f.parse().ok()).collect();
+    if v.len() < 4 {
+        return None;
+    }
+    let all: u64 = v.iter().sum();
+    let idle = v[3] + v.get(4).copied().unwrap_or(0);
+    Some((all - idle, all))
+}
+
+/// `procs_running` (if present), the number of `cpuN` lines (at least one)
+/// and the `cpu` line's ticks of /proc/stat.
+type StatFields = (Option<u64>, u64, Option<(u64, u64)>);
+
+fn stat_fields(text: &str) -> Result<StatFields> {
     let mut running = None;
     let mut cpus = 0;
+    let mut ticks = None;
     for line in text.lines() {
         let mut it = line.split_whitespace();
         match it.next() {
+            Some("cpu") => ticks = cpu_ticks(&it.collect::<Vec<_>>()),
             Some("procs_running") => {
                 let v = it.next().unwrap_or("");
                 running = Some(v.parse().map_err(|_| anyhow::anyhow!("procs_running {v:?} is not a number"))?);
@@ -115,7 +135,7 @@ fn stat_fields(text: &str) -> Result<(Option<u64>, u64)> {
     if cpus == 0 {
         bail!("no cpuN lines");
     }
-    Ok((running, cpus))
+    Ok((running, cpus, ticks))
 }
 
 /// The runnable count of /proc/loadavg (`L1 L5 L15 RUNNABLE/TOTAL LASTPID`).
@@ -137,7 +157,7 @@ pub fn node(proc_root: &Path) -> Result<(Pressure, RunQueue)> {
     let p = proc_root.join("pressure/cpu");
     let pressure = parse_pressure(&read(&p)?).with_context(|| p.display().to_string())?;
     let s = proc_root.join("stat");
-    let (running, cpus) = stat_fields(&read(&s)?).with_context(|| s.display().to_string())?;
+    let (running, cpus, cpu_ticks) = stat_fields(&read(&s)?).with_context(|| s.display().to_string())?;
     let runnable = match running {
         Some(r) => r,
         None => {
@@ -145,7 +165,7 @@ pub fn node(proc_root: &Path) -> Result<(Pressure, RunQueue)> {
             parse_loadavg_runnable(&read(&l)?).with_context(|| format!("{} (no procs_running in {})", l.display(), s.display()))?
         }
     };
-    let rq = RunQueue { runnable, cpus };
+    let rq = RunQueue { runnable, cpus, cpu_ticks };
     Ok((pressure, rq))
 }
 
@@ -190,8 +210,12 @@ mod tests {
         assert!(parse_cpu_stat_usage("user_usec 1\n").is_err());
         assert!(parse_cpu_stat_usage("usage_usec lots\n").is_err());
         let ps = "cpu  1 2 3 4\ncpu0 1 2 3 4\ncpu1 1 2 3 4\ncpufreq 9\nintr 5\nprocs_running 7\nprocs_blocked 1\n";
-        assert_eq!(stat_fields(ps).unwrap(), (Some(7), 2));
-        assert_eq!(stat_fields("cpu0 1\n").unwrap(), (None, 1));
+        // all = 1+2+3+4 = 10, idle 4 (no iowait field)
+        assert_eq!(stat_fields(ps).unwrap(), (Some(7), 2, Some((6, 10))));
+        let full = "cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 1\n";
+        assert_eq!(stat_fields(full).unwrap().2, Some((170, 990)));
+        assert_eq!(stat_fields("cpu0 1\n").unwrap(), (None, 1, None));
+        assert_eq!(stat_fields("cpu 1\ncpu0 1\n").unwrap().2, None, "too few fields");
         assert!(stat_fields("procs_running 3\n").is_err(), "no CPUs");
         assert!(stat_fields("cpu0 1\nprocs_running x\n").is_err());
         assert_eq!(parse_loadavg_runnable("0.52 0.58 0.59 3/1234 5678\n").unwrap(), 3);
@@ -206,10 +230,10 @@ mod tests {
         t.write(Path::new("stat"), "cpu0 1\ncpu1 1\nprocs_running 5\n");
         t.write(Path::new("loadavg"), "0.1 0.1 0.1 9/100 1\n");
         let (p, rq) = node(t.root()).unwrap();
-        assert_eq!((p.some.avg10, rq), (12.5, RunQueue { runnable: 5, cpus: 2 }));
+        assert_eq!((p.some.avg10, rq), (12.5, RunQueue { runnable: 5, cpus: 2, cpu_ticks: None }));
         // Without procs_running, the runnable count comes from loadavg.
         t.write(Path::new("stat"), "cpu0 1\ncpu1 1\n");
-        assert_eq!(node(t.root()).unwrap().1, RunQueue { runnable: 9, cpus: 2 });
+        assert_eq!(node(t.root()).unwrap().1, RunQueue { runnable: 9, cpus: 2, cpu_ticks: None });
         std::fs::remove_file(t.root().join("loadavg")).unwrap();
         assert!(format!("{:#}", node(t.root()).unwrap_err()).contains("loadavg"));
     }

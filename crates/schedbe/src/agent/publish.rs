@@ -10,7 +10,7 @@ use std::fmt::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::hotspot::{Assessment, Suggestion};
+use super::hotspot::{Assessment, Rates, Suggestion};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeReport {
@@ -18,6 +18,10 @@ pub struct NodeReport {
     pub t_s: f64,
     pub cpus: u64,
     pub psi_some_avg10: f64,
+    /// PSI cpu some and the CPUs' busy share over the last interval (what
+    /// overload is decided on).
+    #[serde(flatten)]
+    pub rates: Rates,
     pub runnable_avg: f64,
     #[serde(flatten)]
     pub assessment: Assessment,
@@ -154,7 +158,7 @@ mod tests {
         };
         let sug = Suggestion { demand_cpus: 3.0, cpus: 3.8, replicas: 4 };
         Report {
-            node: NodeReport { t_s: 2.0, cpus: 4, psi_some_avg10: 25.0, runnable_avg: 6.0, assessment },
+            node: NodeReport { t_s: 2.0, cpus: 4, psi_some_avg10: 25.0, rates: Default::default(), runnable_avg: 6.0, assessment },
             sandboxes: vec![
                 SandboxReport {
                     cgroup: "kubepods/pod\"a\"\\x".into(),
