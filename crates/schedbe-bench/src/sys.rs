@@ -177,9 +177,10 @@ pub fn allowed_cpus() -> Result<Vec<usize>> {
     }
 }
 
-/// Restrict the calling thread (and threads it creates later) to `cpus`.
-pub fn set_affinity(cpus: &[usize]) -> Result<()> {
-    // SAFETY: as above.
+/// The kernel's CPU set of `cpus` (built before a fork, so that a child's
+/// pre_exec only has to apply it).
+pub fn cpu_set(cpus: &[usize]) -> Result<libc::cpu_set_t> {
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes within it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for &c in cpus {
@@ -188,11 +189,22 @@ pub fn set_affinity(cpus: &[usize]) -> Result<()> {
             }
             libc::CPU_SET(c, &mut set);
         }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            bail!("sched_setaffinity({}): {}", format_cpu_list(cpus), std::io::Error::last_os_error());
-        }
+        Ok(set)
+    }
+}
+
+/// Restrict the calling thread to `set`; async-signal-safe, for pre_exec.
+pub fn apply_cpu_set(set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: a valid set and its size.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Restrict the calling thread (and threads it creates later) to `cpus`.
+pub fn set_affinity(cpus: &[usize]) -> Result<()> {
+    apply_cpu_set(&cpu_set(cpus)?).with_context(|| format!("sched_setaffinity({})", format_cpu_list(cpus)))
 }
 
 /// Ask the kernel to send `sig` to this process when its parent thread dies,

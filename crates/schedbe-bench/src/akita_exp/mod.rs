@@ -204,17 +204,10 @@ pub fn mc_client(s: &Setup, port: u16, rate: f64, secs: f64, preload: bool, dir:
     if preload {
         c.arg("--preload");
     }
-    let cpus = s.other_cpus();
+    let set = crate::sys::cpu_set(&s.other_cpus())?;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        c.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &cpu in &cpus {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            Ok(())
-        });
+        c.pre_exec(move || crate::sys::apply_cpu_set(&set));
     }
     let out = dir.join(format!("{name}.json"));
     let f = std::fs::File::create(&out).with_context(|| format!("create {}", out.display()))?;

@@ -120,7 +120,7 @@ pub fn vms_toml(vms: &[Vm], cpus: &[usize]) -> String {
 
 /// Start `cmd` in cgroup `rel` (joined before exec), allowed on `cpus` only.
 pub fn spawn_in(name: &str, mut cmd: Command, rel: &str, cpus: &[usize], dir: &Path) -> Result<Proc> {
-    let cpus = cpus.to_vec();
+    let set = crate::sys::cpu_set(cpus)?;
     let procs = PathBuf::from(ROOT).join(rel).join("cgroup.procs");
     let (o, e) = log_pair(dir, &format!("{name}.log"))?;
     cmd.stdin(Stdio::null()).stdout(o).stderr(e);
@@ -138,14 +138,7 @@ pub fn spawn_in(name: &str, mut cmd: Command, rel: &str, cpus: &[usize], dir: &P
             if r != 1 {
                 return Err(std::io::Error::last_os_error());
             }
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &cpu in &cpus {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
+            crate::sys::apply_cpu_set(&set)
         });
     }
     Proc::spawn(name, &mut cmd)

@@ -177,6 +177,22 @@ pub fn floors(report: &serde_json::Value, backlog_ms: f64) -> BTreeMap<String, F
     out
 }
 
+/// CPU time (user + system, all threads) of process `pid`, seconds.
+pub fn proc_cpu_s(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_proc_stat_cpu(&s)
+}
+
+fn parse_proc_stat_cpu(stat: &str) -> Option<f64> {
+    // fields after "(comm)": state is the first, utime and stime the 12th and 13th
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(ticks as f64 / hz)
+}
+
 /// Total context switches since boot (/proc/stat `ctxt`).
 pub fn ctxt() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/stat").ok()?;
@@ -241,6 +257,15 @@ mod tests {
         assert!(!a.overloaded_at_start);
         assert_eq!((a.hotspots_named, a.hotspots_top_band), (3, 2));
         assert_eq!(a.named, vec!["fn-a".to_string(), "fn-b".to_string()]);
+    }
+
+    #[test]
+    fn process_cpu_time() {
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1000 0 0";
+        assert_eq!(parse_proc_stat_cpu(line), Some(300.0 / hz));
+        assert_eq!(parse_proc_stat_cpu("garbage"), None);
+        assert!(proc_cpu_s(std::process::id()).is_some());
     }
 
     #[test]

@@ -114,7 +114,12 @@ pub struct Row {
     /// The scheduler's BPF programs over the window (sched_ext configurations).
     pub bpf_calls: Option<u64>,
     pub bpf_ns_per_call: Option<f64>,
+    /// BPF time per context switch (/proc/stat ctxt): the cost of a scheduling event.
+    pub bpf_ns_per_switch: Option<f64>,
     pub bpf_cpu_pct: Option<f64>,
+    /// CPU of the scheduler's and the agent's processes over the window, % of one CPU.
+    pub sched_proc_cpu_pct: Option<f64>,
+    pub agent_proc_cpu_pct: Option<f64>,
     pub warnings: Vec<String>,
 }
 
@@ -227,7 +232,9 @@ pub fn one_run(env: &Env, w: &Workload, reqs: &[Request], cfg: Cfg, util: f64, r
             tracer_cmd.extend(["--cgroup".to_string(), pods[i].rel.display().to_string()]);
         }
     }
-    let tspec = TracerSpec { cmd: &tracer_cmd, rt_prio: env.rt_prio, timeline: None };
+    // One below the generator: a FIFO tracer of the same priority would hold
+    // a send back for as long as it reads its buffers.
+    let tspec = TracerSpec { cmd: &tracer_cmd, rt_prio: env.rt_prio.saturating_sub(1), timeline: None };
     let tracer = if env.trace { start_tracer(&tspec, dir, "run", from, to, &mut run.warnings) } else { None };
 
     // The agent starts after the tracer's launch, so that its first intervals
@@ -255,10 +262,14 @@ pub fn one_run(env: &Env, w: &Workload, reqs: &[Request], cfg: Cfg, util: f64, r
     let pod_dirs: Vec<PathBuf> = pods.iter().map(|l| root.join(&l.rel)).collect();
     sleep_until_ns(from);
     let snap = |run: &Running| run.sched.as_ref().and_then(|s| bpf::snapshot(s.pid()).ok());
-    let (u0, c0, b0, m0) = (pod_dirs.iter().map(|d| usage_usec(d)).collect::<Vec<_>>(), metrics::ctxt(), snap(&run), monotonic_ns());
+    let procs = |run: &Running| {
+        (run.sched.as_ref().and_then(|s| metrics::proc_cpu_s(s.pid())), run.agent.as_ref().and_then(|a| metrics::proc_cpu_s(a.pid())))
+    };
+    let (u0, c0, b0, p0, m0) = (pod_dirs.iter().map(|d| usage_usec(d)).collect::<Vec<_>>(), metrics::ctxt(), snap(&run), procs(&run), monotonic_ns());
     sleep_until_ns(to);
-    let (u1, c1, b1, m1) = (pod_dirs.iter().map(|d| usage_usec(d)).collect::<Vec<_>>(), metrics::ctxt(), snap(&run), monotonic_ns());
+    let (u1, c1, b1, p1, m1) = (pod_dirs.iter().map(|d| usage_usec(d)).collect::<Vec<_>>(), metrics::ctxt(), snap(&run), procs(&run), monotonic_ns());
     let win_s = (m1 - m0) as f64 / 1e9;
+    let pct = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| 100.0 * (b - a) / win_s);
     let outcome = generator.join().map_err(|_| anyhow::anyhow!("the load generator panicked"))??;
     drop(stats_on);
 
@@ -310,7 +321,10 @@ pub fn one_run(env: &Env, w: &Workload, reqs: &[Request], cfg: Cfg, util: f64, r
         floors,
         bpf_calls: bpf_cost.as_ref().map(|c| c.calls),
         bpf_ns_per_call: bpf_cost.as_ref().and_then(|c| (c.calls > 0).then(|| c.total_ns as f64 / c.calls as f64)),
+        bpf_ns_per_switch: bpf_cost.as_ref().zip(c0.zip(c1)).and_then(|(c, (a, b))| (b > a).then(|| c.total_ns as f64 / (b - a) as f64)),
         bpf_cpu_pct: bpf_cost.as_ref().map(|c| c.cpu_pct),
+        sched_proc_cpu_pct: pct(p0.0, p1.0),
+        agent_proc_cpu_pct: pct(p0.1, p1.1),
         warnings: Vec::new(),
     };
     if let Some(c) = &bpf_cost {

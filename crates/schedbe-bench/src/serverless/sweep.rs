@@ -240,9 +240,15 @@ pub fn run(a: &ServerlessArgs) -> Result<()> {
     let configs = Cfg::parse_list(&a.configs)?;
     let utils = parse_utils(&a.utils)?;
     let p = model_params(a)?;
+    let nr_cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // Every workload first: a bad trace file fails before anything is checked or runs.
+    let mut loads = Vec::new();
+    for &u in &utils {
+        let w = workload(a, &p, u * nr_cpus as f64)?;
+        loads.push((u, w));
+    }
     let schedbe = resolve_schedbe_bin(a.schedbe_bin.as_deref());
     check(a, &configs, &schedbe)?;
-    let nr_cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let env = Env {
         exe: std::env::current_exe().context("cannot find this binary")?,
         schedbe,
@@ -259,12 +265,6 @@ pub fn run(a: &ServerlessArgs) -> Result<()> {
     };
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/tmp/bench/serverless-{}", utc_stamp())));
     std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
-    // Every workload first: a bad trace file fails before anything runs.
-    let mut loads = Vec::new();
-    for &u in &utils {
-        let w = workload(a, &p, u * nr_cpus as f64)?;
-        loads.push((u, w));
-    }
     println!(
         "serverless: {} sandboxes x {} threads on {nr_cpus} CPUs, loads {:?}, {} s runs ({} s warm-up), configs {:?}, {} repetitions -> {}",
         a.functions,

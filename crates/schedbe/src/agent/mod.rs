@@ -88,6 +88,8 @@ pub struct Agent {
     patterns: PathPatterns,
     loads: LoadTracker,
     detector: Detector,
+    /// Whether "no sandbox matches" was said (once, until one appears).
+    said_empty: bool,
 }
 
 impl Agent {
@@ -111,6 +113,7 @@ impl Agent {
             patterns: discover::patterns(&a.sandboxes)?,
             detector: Detector::new(th, loads.half_life_s())?,
             loads,
+            said_empty: false,
         })
     }
 
@@ -120,6 +123,14 @@ impl Agent {
     pub fn sample(&mut self, t_ns: u64) -> Result<Report> {
         let (pressure, rq) = psi::node(&self.proc_root)?;
         let boxes = discover::discover(&self.cgroup_root, &self.patterns)?;
+        if boxes.is_empty() && !self.said_empty {
+            eprintln!(
+                "schedbe agent: warning: no cgroup under {} matches the sandbox patterns ({}): no loads or hotspots until one appears",
+                self.cgroup_root.display(),
+                self.patterns.patterns().join(", ")
+            );
+        }
+        self.said_empty = boxes.is_empty();
         let read: Vec<_> =
             boxes.into_iter().filter_map(|b| discover::read(&self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
         let samples: Vec<Sample> =

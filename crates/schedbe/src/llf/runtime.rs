@@ -1,5 +1,6 @@
 //! `schedbe run --policy llf`: load llf.bpf.c, keep each sandbox's order key
-//! (its decaying load) up to date, print stats, unload cleanly.
+//! (its decaying load, from the CPU time the BPF side sums per sandbox) up
+//! to date, print stats, unload cleanly.
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
@@ -92,6 +93,12 @@ impl<'a> Runtime<'a> {
         rt.update_keys()?;
         rt.link = Some(scx_ops_attach!(rt.skel, llf_ops)?);
         info!("llf policy enabled: {} sandboxes (patterns: {})", rt.sandboxes.len(), rt.pats.patterns().join(", "));
+        if rt.sandboxes.is_empty() {
+            warn!(
+                "no cgroup under {CGROUP_ROOT} matches the sandbox patterns ({}): every task is ordered as a host task (load 0) until one appears",
+                rt.pats.patterns().join(", ")
+            );
+        }
         Ok(rt)
     }
 
@@ -105,12 +112,16 @@ impl<'a> Runtime<'a> {
         let mut changed = !gone.is_empty();
         for id in gone {
             let _ = self.skel.maps.sandbox_key.delete(&id.to_ne_bytes());
+            let _ = self.skel.maps.sandbox_ran.delete(&id.to_ne_bytes());
             self.keys.remove(&id);
         }
         for s in &found {
             if !self.keys.contains_key(&s.cgroup.id) {
+                let id = s.cgroup.id.to_ne_bytes();
+                // its CPU time is counted from here (BPF adds to existing entries only)
+                self.skel.maps.sandbox_ran.update(&id, &0u64.to_ne_bytes(), MapFlags::ANY).context("cannot update sandbox_ran")?;
                 // a new sandbox starts with no load: its first requests go first
-                self.skel.maps.sandbox_key.update(&s.cgroup.id.to_ne_bytes(), &0u64.to_ne_bytes(), MapFlags::ANY).context("cannot update sandbox_key")?;
+                self.skel.maps.sandbox_key.update(&id, &0u64.to_ne_bytes(), MapFlags::ANY).context("cannot update sandbox_key")?;
                 self.keys.insert(s.cgroup.id, 0);
                 changed = true;
             }
@@ -130,14 +141,20 @@ impl<'a> Runtime<'a> {
         Ok(())
     }
 
+    /// A sandbox's CPU time as the BPF side counted it (sandbox_ran), µs.
+    fn ran_us(&self, id: u64) -> Option<u64> {
+        let v = self.skel.maps.sandbox_ran.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
+        let b: [u8; 8] = v.get(..8)?.try_into().ok()?;
+        Some(u64::from_ne_bytes(b) / 1000)
+    }
+
     /// Measure every sandbox's load and write the keys that moved.
     fn update_keys(&mut self) -> Result<()> {
-        let root = Path::new(CGROUP_ROOT);
         let t = crate::cpumax::monotonic_ns();
         let samples: Vec<Sample> = self
             .sandboxes
             .iter()
-            .filter_map(|s| discover::read(root, s).ok().map(|r| Sample { rel: s.cgroup.rel.clone(), id: s.cgroup.id, usage_us: r.usage_us }))
+            .filter_map(|s| self.ran_us(s.cgroup.id).map(|usage_us| Sample { rel: s.cgroup.rel.clone(), id: s.cgroup.id, usage_us }))
             .collect();
         let loads = self.loads.update(t, &samples);
         for (s, load) in samples.iter().zip(loads) {
