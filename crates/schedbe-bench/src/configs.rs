@@ -11,6 +11,7 @@
 //! | fifo        | cgroup lc, SCHED_FIFO      | cgroup be, SCHED_NORMAL              |
 //! | schedbe     | cgroup lc (schedbe loaded) | cgroup be, cpu.idle 1 (BE to schedbe)|
 //! | schedbe-conc | as schedbe, with `--limit-mode concurrency` (cpu.max also caps CPUs at once) | as schedbe |
+//! | llf         | cgroup lc (`schedbe run --policy llf`; no sandbox matches, so one least-loaded-first queue) | as schedbe |
 //! | scx_bpfland, scx_lavd | cgroup lc (that peer loaded) | cgroup be, cpu.idle 1        |
 //!
 //! sched-idle keeps BE in LC's cgroup on purpose: in a sibling cgroup the
@@ -42,6 +43,8 @@ pub enum Kind {
     Schedbe,
     /// schedbe with `--limit-mode concurrency`
     SchedbeConc,
+    /// schedbe's least-loaded-first policy (`--policy llf`)
+    Llf,
     /// A peer sched_ext scheduler (crate::peers::KNOWN).
     Peer(&'static str),
 }
@@ -102,6 +105,13 @@ impl Config {
                 sched_args: &["--limit-mode", "concurrency"],
                 ..base
             },
+            Kind::Llf => Plan {
+                be_cpu_idle: true,
+                scheduler: Some(Scheduler::Schedbe),
+                needs_cpu_controller: true,
+                sched_args: &["--policy", "llf"],
+                ..base
+            },
             Kind::Peer(n) => Plan { be_cpu_idle: true, scheduler: Some(Scheduler::Peer(n)), needs_cpu_controller: true, ..base },
         }
     }
@@ -116,12 +126,13 @@ impl Config {
             Kind::Fifo => "LC SCHED_FIFO, BE SCHED_NORMAL".into(),
             Kind::Schedbe => "schedbe loaded; BE cgroup cpu.idle=1 (BE tier)".into(),
             Kind::SchedbeConc => "schedbe loaded, cpu.max read as CPUs at once (--limit-mode concurrency); BE cgroup cpu.idle=1".into(),
+            Kind::Llf => "schedbe --policy llf loaded (sandboxes: kubelet pods, none here); BE cgroup cpu.idle=1".into(),
             Kind::Peer(n) => format!("peer sched_ext scheduler {n} loaded (default options); BE cgroup cpu.idle=1"),
         }
     }
 }
 
-pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, schedbe-conc, scx_bpfland, scx_lavd";
+pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, schedbe-conc, llf, scx_bpfland, scx_lavd";
 
 impl FromStr for Config {
     type Err = anyhow::Error;
@@ -135,6 +146,7 @@ impl FromStr for Config {
             "fifo" => Kind::Fifo,
             "schedbe" => Kind::Schedbe,
             "schedbe-conc" => Kind::SchedbeConc,
+            "llf" => Kind::Llf,
             _ => match (peers::known(s), s.strip_prefix("weights-")) {
                 (Some(peer), _) => Kind::Peer(peer),
                 (None, Some(n)) => {
@@ -202,6 +214,8 @@ mod tests {
         assert_eq!(p("fifo").lc_policy, Policy::Fifo(10));
         let s = p("schedbe");
         assert!(s.scheduler == Some(Scheduler::Schedbe) && s.be_cpu_idle && s.has_be);
+        let l = p("llf");
+        assert_eq!((l.scheduler, l.sched_args), (Some(Scheduler::Schedbe), &["--policy", "llf"][..]));
         let c = p("schedbe-conc");
         assert_eq!((c.scheduler, c.sched_args), (Some(Scheduler::Schedbe), &["--limit-mode", "concurrency"][..]));
         assert!(s.sched_args.is_empty());

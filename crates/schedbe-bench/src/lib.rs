@@ -130,9 +130,10 @@ pub enum BenchCmd {
         #[arg(long, default_value = "normal")]
         policy: String,
     },
-    /// Draw the figures of an output directory again (scripts/plot.py)
+    /// Draw the figures of an output directory again (scripts/plot.py; for
+    /// `bench serverless`, also rewrite its table from serverless.json)
     Plot {
-        /// An experiment's output directory (with bench.json or overhead.json)
+        /// An experiment's output directory (with bench.json, overhead.json or serverless.json)
         dir: PathBuf,
     },
     /// Akita's Fig. 5: a HI memcached VM alone, then next to three LO VMs
@@ -187,6 +188,12 @@ pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
             let c = spin::calibrate(*trials, *trial_ms);
             eprintln!("{}", c.describe());
             println!("{}", serde_json::to_string_pretty(&c)?);
+            Ok(())
+        }
+        BenchCmd::Plot { dir } if serverless::sweep::is_serverless_dir(dir) => {
+            for f in serverless::sweep::replot(dir)? {
+                println!("{}", dir.join(f).display());
+            }
             Ok(())
         }
         BenchCmd::Plot { dir } => {

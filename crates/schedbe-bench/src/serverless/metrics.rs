@@ -84,6 +84,7 @@ pub struct AgentFig {
     pub first_overload_s: Option<f64>,
     /// The first report from the trace's start already said overloaded (the
     /// state came from before the trace: first_overload_s is no detection).
+    #[serde(default)]
     pub overloaded_at_start: bool,
     /// Hotspots named (one per report and sandbox), and how many of them
     /// were top-band functions.
@@ -91,15 +92,31 @@ pub struct AgentFig {
     pub hotspots_top_band: u64,
     /// hotspots_top_band / hotspots_named (None when none was named).
     pub precision: Option<f64>,
+    /// The share of the named hotspots that are among the functions with
+    /// the most offered load (as many as the top band has): the agent
+    /// names by load, and bands are cut by arrival rate.
+    #[serde(default)]
+    pub precision_by_load: Option<f64>,
     /// Distinct functions named, by name.
     pub named: Vec<String>,
 }
 
+/// What the agent's precision is judged against, per function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FnClass {
+    pub name: String,
+    /// In the top demand band (by arrival rate).
+    pub top_band: bool,
+    /// Among the band-size functions with the most offered load.
+    pub top_load: bool,
+}
+
 /// Evaluate the agent's JSON lines. `started_ns` is when the agent started
 /// (its `t_s` counts from there), `t0_ns` the trace's start; `function_of`
-/// maps a sandbox cgroup (as the agent prints it) to (function name, top band).
-pub fn agent(lines: &str, started_ns: u64, t0_ns: u64, function_of: &HashMap<String, (String, bool)>) -> AgentFig {
+/// maps a sandbox cgroup (as the agent prints it) to its function.
+pub fn agent(lines: &str, started_ns: u64, t0_ns: u64, function_of: &HashMap<String, FnClass>) -> AgentFig {
     let mut a = AgentFig::default();
+    let mut top_load = 0u64;
     let mut named = std::collections::BTreeSet::new();
     let mut in_window = false;
     for l in lines.lines() {
@@ -125,11 +142,10 @@ pub fn agent(lines: &str, started_ns: u64, t0_ns: u64, function_of: &HashMap<Str
             Some("sandbox") if in_window && !v["suggestion"].is_null() => {
                 let cg = v["cgroup"].as_str().unwrap_or("").trim_start_matches('/').to_string();
                 a.hotspots_named += 1;
-                if let Some((name, top)) = function_of.get(&cg) {
-                    named.insert(name.clone());
-                    if *top {
-                        a.hotspots_top_band += 1;
-                    }
+                if let Some(f) = function_of.get(&cg) {
+                    named.insert(f.name.clone());
+                    a.hotspots_top_band += u64::from(f.top_band);
+                    top_load += u64::from(f.top_load);
                 } else {
                     named.insert(cg);
                 }
@@ -138,6 +154,7 @@ pub fn agent(lines: &str, started_ns: u64, t0_ns: u64, function_of: &HashMap<Str
         }
     }
     a.precision = (a.hotspots_named > 0).then(|| a.hotspots_top_band as f64 / a.hotspots_named as f64);
+    a.precision_by_load = (a.hotspots_named > 0).then(|| top_load as f64 / a.hotspots_named as f64);
     a.named = named.into_iter().collect();
     a
 }
@@ -237,8 +254,8 @@ mod tests {
     #[test]
     fn agent_lines_give_delay_and_precision() {
         let mut map = HashMap::new();
-        map.insert("kubepods.slice/a".to_string(), ("fn-a".to_string(), true));
-        map.insert("kubepods.slice/b".to_string(), ("fn-b".to_string(), false));
+        map.insert("kubepods.slice/a".to_string(), FnClass { name: "fn-a".into(), top_band: true, top_load: false });
+        map.insert("kubepods.slice/b".to_string(), FnClass { name: "fn-b".into(), top_band: false, top_load: true });
         let lines = r#"{"kind":"node","t_s":1.0,"overloaded":false}
 {"kind":"sandbox","cgroup":"kubepods.slice/a","suggestion":{"cpus":1}}
 {"kind":"node","t_s":3.0,"overloaded":false}
@@ -256,6 +273,7 @@ mod tests {
         assert_eq!(a.first_overload_s, Some(3.0));
         assert!(!a.overloaded_at_start);
         assert_eq!((a.hotspots_named, a.hotspots_top_band), (3, 2));
+        assert_eq!(a.precision_by_load, Some(1.0 / 3.0));
         assert_eq!(a.named, vec!["fn-a".to_string(), "fn-b".to_string()]);
     }
 

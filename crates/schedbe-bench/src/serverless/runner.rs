@@ -26,7 +26,7 @@ use crate::sys::{monotonic_ns, sleep_until_ns};
 use crate::tracer::{finish_tracer, start_tracer, TracerSpec};
 
 /// A configuration of the serverless bench.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Cfg {
     /// No sched_ext: EEVDF with kubelet's cgroup weights.
@@ -92,8 +92,9 @@ pub struct Env {
     pub rt_prio: u8,
 }
 
-/// One run's figures (a row of serverless.json).
-#[derive(Debug, Clone, Serialize)]
+/// One run's figures (a row of serverless.json). Fields added later are
+/// `default` so that older outputs still read.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Row {
     pub config: Cfg,
     /// Offered load, fraction of the CPUs.
@@ -115,10 +116,13 @@ pub struct Row {
     pub bpf_calls: Option<u64>,
     pub bpf_ns_per_call: Option<f64>,
     /// BPF time per context switch (/proc/stat ctxt): the cost of a scheduling event.
+    #[serde(default)]
     pub bpf_ns_per_switch: Option<f64>,
     pub bpf_cpu_pct: Option<f64>,
     /// CPU of the scheduler's and the agent's processes over the window, % of one CPU.
+    #[serde(default)]
     pub sched_proc_cpu_pct: Option<f64>,
+    #[serde(default)]
     pub agent_proc_cpu_pct: Option<f64>,
     pub warnings: Vec<String>,
 }
@@ -289,10 +293,18 @@ pub fn one_run(env: &Env, w: &Workload, reqs: &[Request], cfg: Cfg, util: f64, r
             a.stop(libc::SIGINT, Duration::from_secs(5));
         }
         let lines = std::fs::read_to_string(dir.join("agent.jsonl")).unwrap_or_default();
-        let map: HashMap<String, (String, bool)> = pods
+        // as many "top by load" functions as the top band has
+        let n_top = w.functions.iter().filter(|f| w.group(f) == Group::GroupHigh).count();
+        let mut by_load: Vec<&super::model::Function> = w.functions.iter().collect();
+        by_load.sort_by(|a, b| b.load_cpus().total_cmp(&a.load_cpus()).then(a.id.cmp(&b.id)));
+        let top_load: std::collections::HashSet<usize> = by_load.iter().take(n_top).map(|f| f.id).collect();
+        let map: HashMap<String, metrics::FnClass> = pods
             .iter()
             .zip(&w.functions)
-            .map(|(l, f)| (l.rel.display().to_string(), (f.name.clone(), w.group(f) == Group::GroupHigh)))
+            .map(|(l, f)| {
+                let c = metrics::FnClass { name: f.name.clone(), top_band: w.group(f) == Group::GroupHigh, top_load: top_load.contains(&f.id) };
+                (l.rel.display().to_string(), c)
+            })
             .collect();
         Some(metrics::agent(&lines, agent_started, t0, &map))
     } else {

@@ -193,7 +193,7 @@ fn med(v: &[f64], prec: usize) -> String {
 /// The summary table: per load and configuration, medians [min-max] over repetitions.
 pub fn table(rows: &[Row], configs: &[Cfg], utils: &[f64]) -> String {
     let mut t = String::from(
-        "| load | config | group-low met % | group-high met % | all met % | group-high CPU | ctx switches/s | agent: overload after s | hotspot precision | min CPU ms/s backlogged |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| load | config | group-low met % | group-high met % | all met % | group-high CPU | ctx switches/s | agent: overload after s | hotspot precision: top band; top load | pod floor: least CPU ms in a backlogged s |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for &u in utils {
         for &c in configs {
@@ -208,7 +208,9 @@ pub fn table(rows: &[Row], configs: &[Cfg], utils: &[f64]) -> String {
             let agent_runs = rs.iter().filter(|r| r.agent.is_some()).count();
             let det_s = if agent_runs == 0 { "-".into() } else { format!("{} ({}/{} runs)", med(&det, 1), det.len(), agent_runs) };
             let prec: Vec<f64> = rs.iter().filter_map(|r| r.agent.as_ref().and_then(|a| a.precision)).collect();
-            let floor: Vec<f64> = rs.iter().filter_map(|r| r.floors.values().filter_map(|f| f.min_cpu_ms).reduce(f64::min)).collect();
+            let prec_load: Vec<f64> = rs.iter().filter_map(|r| r.agent.as_ref().and_then(|a| a.precision_by_load)).collect();
+            // the pods' own floors: the QoS cgroup holding them all is no sandbox
+            let floor: Vec<f64> = rs.iter().copied().filter_map(pod_floor).collect();
             t += &format!(
                 "| {u:.2} | {} | {} | {} | {} | {} | {} | {det_s} | {} | {} |\n",
                 c.name(),
@@ -217,12 +219,18 @@ pub fn table(rows: &[Row], configs: &[Cfg], utils: &[f64]) -> String {
                 med(&att("all"), 1),
                 med(&hi_cpu, 2),
                 med(&ctx, 0),
-                med(&prec, 2),
+                format!("{}; {}", med(&prec, 2), med(&prec_load, 2)),
                 med(&floor, 1),
             );
         }
     }
     t
+}
+
+/// The least CPU (ms) a traced sandbox pod got in a second in which it was
+/// backlogged, over one run (None: no pod was backlogged for a second).
+pub fn pod_floor(r: &Row) -> Option<f64> {
+    r.floors.iter().filter(|(k, _)| k.contains("-pod")).filter_map(|(_, f)| f.min_cpu_ms).reduce(f64::min)
 }
 
 fn write_samples(path: &std::path::Path, w: &Workload, samples: &[Sample]) -> Result<()> {
@@ -323,6 +331,28 @@ pub fn run(a: &ServerlessArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `dir` holds a `bench serverless` output.
+pub fn is_serverless_dir(dir: &std::path::Path) -> bool {
+    dir.join("serverless.json").is_file()
+}
+
+/// Rewrite `serverless.md` from `serverless.json` (the table as this
+/// version computes it) and draw the figures; returns the PNG names.
+pub fn replot(dir: &std::path::Path) -> Result<Vec<String>> {
+    let path = dir.join("serverless.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?)
+        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let rows: Vec<Row> = serde_json::from_value(v["rows"].clone()).with_context(|| format!("{}: rows", path.display()))?;
+    let configs: Vec<Cfg> = serde_json::from_value(v["configs"].clone()).with_context(|| format!("{}: configs", path.display()))?;
+    let utils: Vec<f64> = serde_json::from_value(v["utils"].clone()).with_context(|| format!("{}: utils", path.display()))?;
+    let t = table(&rows, &configs, &utils);
+    std::fs::write(dir.join("serverless.md"), &t)?;
+    print!("{t}");
+    let script = crate::scripts::find_script("plot_serverless.py").context("scripts/plot_serverless.py not found")?;
+    let pngs = crate::scripts::run_plot_script(&script, dir)?;
+    Ok(pngs.iter().filter_map(|p| std::path::Path::new(p).file_name().map(|n| n.to_string_lossy().into_owned())).collect())
 }
 
 #[allow(clippy::too_many_arguments)]

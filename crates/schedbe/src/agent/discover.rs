@@ -62,8 +62,13 @@ pub fn pod_uid(name: &str) -> Option<String> {
 
 /// The sandboxes under `root`, outermost matches only, in path order.
 pub fn discover(root: &Path, pats: &PathPatterns) -> Result<Vec<Sandbox>> {
-    let all = schedbe_cgroup::walk(root)?;
-    let mut found: Vec<&Cgroup> = pats.select(&all).collect();
+    Ok(select(&schedbe_cgroup::walk(root)?, pats))
+}
+
+/// [`discover`] over the cgroups of an earlier walk (a caller that also
+/// needs the whole tree walks it once).
+pub fn select(all: &[Cgroup], pats: &PathPatterns) -> Vec<Sandbox> {
+    let mut found: Vec<&Cgroup> = pats.select(all).collect();
     found.sort_by(|a, b| a.rel.cmp(&b.rel));
     let mut taken: HashSet<&str> = HashSet::new();
     let mut out: Vec<Sandbox> = Vec::new();
@@ -77,7 +82,7 @@ pub fn discover(root: &Path, pats: &PathPatterns) -> Result<Vec<Sandbox>> {
         let name = c.rel.rsplit('/').next().unwrap_or(&c.rel);
         out.push(Sandbox { pod: pod_uid(name).unwrap_or_else(|| name.to_string()), cgroup: c.clone() });
     }
-    Ok(out)
+    out
 }
 
 /// What the agent reads from one sandbox.

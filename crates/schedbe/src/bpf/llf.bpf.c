@@ -26,12 +26,20 @@
  *            has run min_run_ns: light functions do not wait a slice for
  *            a heavy one.
  *  floor:    every floor_interval_ns each CPU looks at the tail of the LC
- *            queue (the most loaded sandboxes) and runs the task there that
- *            has waited longest, if it waited more than floor_wait_ns, for
+ *            queue (the most loaded sandboxes) and runs the task nearest
+ *            the tail that has waited more than floor_wait_ns, for
  *            floor_slice_ns (short, so light work waits little for it): a
  *            heavy sandbox's task waits at most about floor_wait_ns plus
  *            its turn among such tasks (one per CPU per interval), never
- *            long enough for the sched_ext watchdog.
+ *            long enough for the sched_ext watchdog. The documented floor:
+ *            a sandbox whose tasks waited through a second ran at least
+ *            floor_slice_ns (1 ms) in it. The floor alone guarantees that
+ *            while few tasks starve at once (each CPU serves one per
+ *            floor_interval_ns, the one nearest the tail first); the
+ *            loads' decay gives far more in practice, since a sandbox that
+ *            gets nothing soon becomes the least loaded of the heavy ones.
+ *            `schedbe bench serverless` checks the floor from the tracer,
+ *            not from this policy's counters.
  *  BE:       below every LC task; a BE task queued longer than
  *            starvation_limit_ns gets one slice (guard).
  *
