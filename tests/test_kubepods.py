@@ -217,8 +217,8 @@ BAD_SPECS = {
     "fraction": ('[[pods]]\nname = "a"\n[[pods.containers]]\nname = "c"\ncpu_limit = 0.5\n', "line 5"),
     "unknown-key": ('[[pods]]\nname = "a"\nmemory = "1Gi"\n', "memory"),
     "no-pods": ("", "no pods"),
-    "too-many": ("".join(f'[[pods]]\nname = "p{i}"\n[[pods.containers]]\nname = "c"\n' for i in range(65)),
-                 "at most 64"),
+    "too-many": ("".join(f'[[pods]]\nname = "p{i}"\n[[pods.containers]]\nname = "c"\n' for i in range(1025)),
+                 "at most 1024"),
 }
 
 
