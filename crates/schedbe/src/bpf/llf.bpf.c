@@ -9,8 +9,11 @@
  * horizon (agent/load.rs), and writes that as the sandbox's order key
  * (sandbox_key: cgroup id -> load in 1/65536 CPU). Reading one map entry
  * per sandbox costs far less than opening each sandbox's cpu.stat: on a
- * node of 1000 sandboxes that is 5000 file reads a second. Tasks in no
- * sandbox (the host's) have key 0.
+ * node of 1000 sandboxes that is 5000 file reads a second. A task in no
+ * sandbox (the host's: kubelet, the runtime, this scheduler's own daemon)
+ * is ordered by its own load, kept here with the same decay, as if it were
+ * a sandbox of its own (host_key()): a mostly idle host daemon goes first,
+ * one that walks the cgroup tree for a quarter of a CPU does not.
  *
  * Order: one LC queue ordered by (sandbox key, time queued): the least
  * loaded sandbox's work first, and within a sandbox (or among equal loads)
@@ -65,6 +68,8 @@ const volatile u64 floor_slice_ns = 1ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
 const volatile u64 min_run_ns = 100ULL * 1000;
 const volatile u64 preempt_margin = LLF_LOAD_ONE / 16;
+/* The loads' half-life (userspace sets it from --load-half-life-s). */
+const volatile u64 half_life_ns = 1000ULL * 1000 * 1000;
 
 /* Tail entries the floor looks at per visit (bounds the verifier's work). */
 #define LLF_FLOOR_SCAN	32
@@ -111,6 +116,8 @@ struct {
 
 struct task_ctx {
 	u64 enq_at;		/* LC: when queued (the floor) */
+	u64 host_load;		/* outside every sandbox: its own load, CPUs x LLF_LOAD_ONE */
+	u64 host_at;		/* when host_load was last brought up to date */
 	u64 sb;			/* its sandbox's cgroup id; 0: none */
 	u64 cls_gen;
 	u64 cls_cgrp;
@@ -157,12 +164,46 @@ static bool classify(struct task_struct *p, struct task_ctx *tctx)
 	return tctx->be;
 }
 
-/* The current load of @p's sandbox (0 outside sandboxes). */
-static __always_inline u64 key_of(struct task_ctx *tctx)
+/*
+ * 2^(-dt / half_life) in 1/LLF_LOAD_ONE: whole half-lives as shifts, the
+ * rest of one linearly (1 - x/2 for x in [0, 1): exact at both ends, 6% off
+ * in the middle; the order key needs no more).
+ */
+static __always_inline u64 decay_fp(u64 dt)
+{
+	u64 h = half_life_ns ? half_life_ns : 1, k = dt / h, rem = dt % h;
+
+	if (k >= 32)
+		return 0;
+	return ((u64)LLF_LOAD_ONE >> k) * (2 * h - rem) / (2 * h);
+}
+
+/*
+ * A host task's load: the filter userspace applies to sandboxes
+ * (agent/load.rs), load = load * d + rate * (1 - d) over the time since the
+ * last update, with rate = @ran / that time (@ran = 0 when only decaying).
+ */
+static u64 host_key(struct task_ctx *tctx, u64 now, u64 ran)
+{
+	u64 dt = now > tctx->host_at ? now - tctx->host_at : 0, d, rate;
+
+	if (!dt)
+		return tctx->host_load;
+	d = decay_fp(dt);
+	rate = ran >= dt ? LLF_LOAD_ONE : ran * LLF_LOAD_ONE / dt;
+	return (tctx->host_load * d + rate * (LLF_LOAD_ONE - d)) / LLF_LOAD_ONE;
+}
+
+/* The order key of @p: its sandbox's load, or its own outside every sandbox. */
+static __always_inline u64 key_of(struct task_ctx *tctx, u64 now)
 {
 	u64 *k;
 
-	if (!tctx || !tctx->sb || !(k = bpf_map_lookup_elem(&sandbox_key, &tctx->sb)))
+	if (!tctx)
+		return 0;
+	if (!tctx->sb)
+		return host_key(tctx, now, 0);
+	if (!(k = bpf_map_lookup_elem(&sandbox_key, &tctx->sb)))
 		return 0;
 	return *k;
 }
@@ -225,7 +266,7 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
-	key = key_of(tctx);
+	key = key_of(tctx, now);
 	if (tctx)
 		tctx->enq_at = now;
 	/* (load, time queued in 64 us units): FIFO among equal loads */
@@ -295,24 +336,32 @@ void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
 
 	if (!cs)
 		return;
-	cs->lc = tctx && !tctx->be;
-	cs->key = key_of(tctx);
 	cs->started = bpf_ktime_get_ns();
+	cs->lc = tctx && !tctx->be;
+	cs->key = key_of(tctx, cs->started);
 }
 
 void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
 {
 	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
 	struct task_ctx *tctx;
-	u64 *ran;
+	u64 *ran, now, stint;
 
 	if (!cs)
 		return;
 	cs->lc = 0;
-	/* the stint since ops.running, to the sandbox's CPU time (its load) */
+	/* the stint since ops.running: to its sandbox's CPU time, or to its own load */
 	tctx = task_ctx(p);
-	if (tctx && tctx->sb && (ran = bpf_map_lookup_elem(&sandbox_ran, &tctx->sb)))
-		__sync_fetch_and_add(ran, bpf_ktime_get_ns() - cs->started);
+	if (!tctx)
+		return;
+	now = bpf_ktime_get_ns();
+	stint = now - cs->started;
+	if (!tctx->sb) {
+		tctx->host_load = host_key(tctx, now, stint);
+		tctx->host_at = now;
+	} else if ((ran = bpf_map_lookup_elem(&sandbox_ran, &tctx->sb))) {
+		__sync_fetch_and_add(ran, stint);
+	}
 }
 
 s32 BPF_STRUCT_OPS(llf_init_task, struct task_struct *p, struct scx_init_task_args *args)
@@ -322,6 +371,7 @@ s32 BPF_STRUCT_OPS(llf_init_task, struct task_struct *p, struct scx_init_task_ar
 	if (!tctx)
 		return -ENOMEM;
 	tctx->cls_gen = ~0ULL;
+	tctx->host_at = bpf_ktime_get_ns();
 	return 0;
 }
 

@@ -72,7 +72,10 @@ impl<'a> Runtime<'a> {
         let builder = LlfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, llf_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
         let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
-        skel.maps.rodata_data.as_mut().context("BPF rodata missing")?.tier_idle_cached = set_idle;
+        let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
+        rodata.tier_idle_cached = set_idle;
+        // host tasks' own loads decay as the sandboxes' do
+        rodata.half_life_ns = opts.half_life.as_nanos().min(u128::from(u64::MAX)) as u64;
         if !set_idle {
             skel.struct_ops.llf_ops_mut().cgroup_set_idle = std::ptr::null_mut();
             skel.progs.llf_cgroup_set_idle.set_autoload(false);
@@ -95,7 +98,7 @@ impl<'a> Runtime<'a> {
         info!("llf policy enabled: {} sandboxes (patterns: {})", rt.sandboxes.len(), rt.pats.patterns().join(", "));
         if rt.sandboxes.is_empty() {
             warn!(
-                "no cgroup under {CGROUP_ROOT} matches the sandbox patterns ({}): every task is ordered as a host task (load 0) until one appears",
+                "no cgroup under {CGROUP_ROOT} matches the sandbox patterns ({}): every task is ordered by its own load, as a host task, until one appears",
                 rt.pats.patterns().join(", ")
             );
         }
