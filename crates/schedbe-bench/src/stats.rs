@@ -59,7 +59,10 @@ impl LatencyHist {
         if n == 0 {
             return LatencySummary::default();
         }
-        let q = |x: f64| self.h.value_at_quantile(x) as f64;
+        let max_us = self.max_ns as f64 / 1000.0;
+        // A quantile is its bucket's highest equivalent value, which can lie
+        // just above the exact maximum: never report one above it.
+        let q = |x: f64| (self.h.value_at_quantile(x) as f64).min(max_us);
         LatencySummary {
             count: n,
             mean_us: self.sum_ns as f64 / n as f64 / 1000.0,
@@ -67,7 +70,7 @@ impl LatencyHist {
             p90_us: q(0.90),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            max_us: self.max_ns as f64 / 1000.0,
+            max_us,
         }
     }
 }
@@ -149,6 +152,9 @@ mod tests {
         // sub-microsecond and huge values are clamped, not lost
         let s = summarize_ns([10, u64::MAX / 2]);
         assert_eq!(s.count, 2);
+        // 100 ms falls in a 64 us bucket: its quantiles stop at the exact max
+        let s = summarize_ns([100_000_001]);
+        assert!(s.p50_us <= s.max_us && s.p999_us <= s.max_us && s.p999_us > 99_900.0, "{s:?}");
     }
 
     #[test]
