@@ -334,7 +334,11 @@ struct Json<'a> {
 impl Setup {
     /// The command for the configuration's scheduler (None: EEVDF).
     pub fn sched_cmd(&self, cfg: &Config) -> Result<Option<SchedCmd>> {
-        cfg.plan(10).scheduler.map(|s| SchedCmd::new(s, self.lc.schedbe_bin.as_deref(), &self.lc.schedbe_args, self.lc.peers_dir.as_deref())).transpose()
+        let plan = cfg.plan(10);
+        let Some(s) = plan.scheduler else { return Ok(None) };
+        // the configuration's own arguments too (schedbe-conc, llf), as the srv-bg runner passes them
+        let args: Vec<String> = self.lc.schedbe_args.iter().cloned().chain(plan.sched_args.iter().map(|a| a.to_string())).collect();
+        SchedCmd::new(s, self.lc.schedbe_bin.as_deref(), &args, self.lc.peers_dir.as_deref()).map(Some)
     }
 
     fn workload_metrics(&self) -> Vec<(String, &'static [workloads::Metric])> {
