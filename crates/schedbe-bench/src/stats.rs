@@ -127,6 +127,14 @@ pub fn spread(values: &[f64]) -> Option<Spread> {
 }
 
 /// after / before, when both are meaningful.
+/// Median [min-max] of `v` at `prec` decimals, or "-" when empty.
+pub fn fmt_spread(v: &[f64], prec: usize) -> String {
+    match spread(v) {
+        Some(s) => format!("{:.p$} [{:.p$}-{:.p$}]", s.median, s.min, s.max, p = prec),
+        None => "-".into(),
+    }
+}
+
 pub fn ratio(after: f64, before: f64) -> Option<f64> {
     if after.is_finite() && before.is_finite() && before > 0.0 {
         Some(after / before)
@@ -176,6 +184,8 @@ mod tests {
         assert!(spread(&[]).is_none());
         assert!(spread(&[f64::NAN]).is_none());
         assert_eq!(spread(&[0.0, 0.0]).unwrap().rel_spread, Some(0.0));
+        assert_eq!(fmt_spread(&[1.0, 3.0, 2.0], 1), "2.0 [1.0-3.0]");
+        assert_eq!(fmt_spread(&[], 2), "-");
         assert_eq!(ratio(3.0, 2.0), Some(1.5));
         assert_eq!(ratio(3.0, 0.0), None);
         assert_eq!(ratio(f64::NAN, 1.0), None);

@@ -226,10 +226,4 @@ pub fn mc_result((mut child, out): (Child, PathBuf)) -> Result<(crate::stats::La
     Ok((lat, v["errors"].as_u64().unwrap_or(0)))
 }
 
-/// Median [min-max] of `v`, formatted, or "-".
-pub fn med(v: &[f64], prec: usize) -> String {
-    match crate::stats::spread(v) {
-        Some(s) => format!("{:.p$} [{:.p$}-{:.p$}]", s.median, s.min, s.max, p = prec),
-        None => "-".into(),
-    }
-}
+pub use crate::stats::fmt_spread as med;

@@ -72,8 +72,10 @@ struct WorkloadOut<'a> {
     functions: Vec<FunctionOut<'a>>,
 }
 
-fn params_from(a: &TraceArgs) -> Result<ModelParams> {
-    let mut p = match &a.params {
+/// Model parameters from a TOML file (any of the keys of docs/serverless.md),
+/// or the defaults; the caller applies its flags and validates.
+pub(super) fn load_params(path: Option<&std::path::Path>) -> Result<ModelParams> {
+    Ok(match path {
         Some(path) => {
             let text = fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
             toml::from_str(&text)
@@ -81,7 +83,26 @@ fn params_from(a: &TraceArgs) -> Result<ModelParams> {
                 .with_context(|| format!("invalid model parameters {}", path.display()))?
         }
         None => ModelParams::default(),
-    };
+    })
+}
+
+/// The workload, not yet scaled to a load: rates from an Azure invocation
+/// file (its `p.functions` most invoked functions, over an optional minute
+/// window) or from the model; and where they came from.
+pub(super) fn base_workload(p: &ModelParams, seed: u64, azure_file: Option<&std::path::Path>, minutes: Option<&str>) -> Result<(Workload, String)> {
+    Ok(match azure_file {
+        Some(path) => {
+            let rows = azure::read(path)?;
+            let window = minutes.map(azure::parse_window).transpose()?;
+            let rates = azure::rates(&rows, Selection { window, top: Some(p.functions) })?;
+            (Workload::with_rates(p, seed, rates)?, format!("azure:{}", path.display()))
+        }
+        None => (Workload::generate(p, seed)?, "model".to_string()),
+    })
+}
+
+fn params_from(a: &TraceArgs) -> Result<ModelParams> {
+    let mut p = load_params(a.params.as_deref())?;
     if let Some(n) = a.functions {
         p.functions = n;
     }
@@ -118,15 +139,7 @@ pub fn band_table(w: &Workload) -> String {
 
 pub fn run(a: &TraceArgs) -> Result<()> {
     let p = params_from(a)?;
-    let (mut w, source) = match &a.azure {
-        Some(path) => {
-            let rows = azure::read(path)?;
-            let window = a.minutes.as_deref().map(azure::parse_window).transpose()?;
-            let rates = azure::rates(&rows, Selection { window, top: Some(p.functions) })?;
-            (Workload::with_rates(&p, a.seed, rates)?, format!("azure:{}", path.display()))
-        }
-        None => (Workload::generate(&p, a.seed)?, "model".to_string()),
-    };
+    let (mut w, source) = base_workload(&p, a.seed, a.azure.as_deref(), a.minutes.as_deref())?;
     w.scale_to_util(a.util_cpus)?;
     let reqs = trace::requests(&w, a.duration_s, a.seed)?;
     fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;

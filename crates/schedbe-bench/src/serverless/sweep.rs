@@ -13,14 +13,13 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::azure::{self, Selection};
 use super::metrics::Sample;
 use super::model::{ModelParams, Workload};
 use super::runner::{one_run, Cfg, Env, Row};
 use super::trace;
 use crate::experiment::{resolve_schedbe_bin, utc_stamp};
 use crate::scx;
-use crate::stats::spread;
+use crate::stats::fmt_spread as med;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServerlessArgs {
@@ -110,13 +109,7 @@ fn parse_utils(s: &str) -> Result<Vec<f64>> {
 }
 
 fn model_params(a: &ServerlessArgs) -> Result<ModelParams> {
-    let mut p = match &a.params {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}", e.message())).with_context(|| format!("invalid model parameters {}", path.display()))?
-        }
-        None => ModelParams::default(),
-    };
+    let mut p = super::cli::load_params(a.params.as_deref())?;
     p.functions = a.functions;
     p.rate_sigma_ln = a.rate_sigma;
     if let Some(v) = a.time_scale {
@@ -167,28 +160,6 @@ fn check(a: &ServerlessArgs, configs: &[Cfg], schedbe: &Option<PathBuf>) -> Resu
     Ok(())
 }
 
-/// The workload at one load: rates scaled so the functions keep `util`
-/// of the CPUs busy.
-fn workload(a: &ServerlessArgs, p: &ModelParams, util_cpus: f64) -> Result<Workload> {
-    let mut w = match &a.azure {
-        Some(path) => {
-            let rows = azure::read(path)?;
-            let window = a.minutes.as_deref().map(azure::parse_window).transpose()?;
-            let rates = azure::rates(&rows, Selection { window, top: Some(p.functions) })?;
-            Workload::with_rates(p, a.seed, rates)?
-        }
-        None => Workload::generate(p, a.seed)?,
-    };
-    w.scale_to_util(util_cpus)?;
-    Ok(w)
-}
-
-fn med(v: &[f64], prec: usize) -> String {
-    match spread(v) {
-        Some(s) => format!("{:.p$} [{:.p$}-{:.p$}]", s.median, s.min, s.max, p = prec),
-        None => "-".into(),
-    }
-}
 
 /// The summary table: per load and configuration, medians [min-max] over repetitions.
 pub fn table(rows: &[Row], configs: &[Cfg], utils: &[f64]) -> String {
@@ -250,9 +221,12 @@ pub fn run(a: &ServerlessArgs) -> Result<()> {
     let p = model_params(a)?;
     let nr_cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     // Every workload first: a bad trace file fails before anything is checked or runs.
+    // (the trace file is read once; each load scales a copy)
+    let (base, _) = super::cli::base_workload(&p, a.seed, a.azure.as_deref(), a.minutes.as_deref())?;
     let mut loads = Vec::new();
     for &u in &utils {
-        let w = workload(a, &p, u * nr_cpus as f64)?;
+        let mut w = base.clone();
+        w.scale_to_util(u * nr_cpus as f64)?;
         loads.push((u, w));
     }
     let schedbe = resolve_schedbe_bin(a.schedbe_bin.as_deref());
