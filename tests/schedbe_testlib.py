@@ -464,6 +464,14 @@ class Schedbe:
         return False
 
 
+def last_stats(sched):
+    """The last JSON stats line `schedbe run --stats 1 --json` wrote."""
+    for line in reversed(sched.log_path.read_text().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"no stats line in {sched.log_path}")
+
+
 # ------------------------------------------------------------------ the tracer
 
 def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=(), extra=(),

@@ -38,12 +38,7 @@ def cpus_used(rels, window, idle=None):
     return [(tl.cg_usage_usec(r) - a) / 1e6 / dt for r, a in zip(rels, u0)]
 
 
-def last_stats(sched):
-    """The last JSON stats line `schedbe run --stats 1 --json` wrote."""
-    for line in reversed(sched.log_path.read_text().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise AssertionError(f"no stats line in {sched.log_path}")
+last_stats = tl.last_stats
 
 
 def stop_all(procs):

@@ -11,6 +11,7 @@
 //! | fifo        | cgroup lc, SCHED_FIFO      | cgroup be, SCHED_NORMAL              |
 //! | schedbe     | cgroup lc (schedbe loaded) | cgroup be, cpu.idle 1 (BE to schedbe)|
 //! | schedbe-conc | as schedbe, with `--limit-mode concurrency` (cpu.max also caps CPUs at once) | as schedbe |
+//! | schedbe-nores | as schedbe, with `--no-reservations` (no cgroup preempts another for its entitlement) | as schedbe |
 //! | llf         | cgroup lc (`schedbe run --policy llf`; no sandbox matches, so one least-loaded-first queue) | as schedbe |
 //! | scx_bpfland, scx_lavd | cgroup lc (that peer loaded) | cgroup be, cpu.idle 1        |
 //!
@@ -43,6 +44,8 @@ pub enum Kind {
     Schedbe,
     /// schedbe with `--limit-mode concurrency`
     SchedbeConc,
+    /// schedbe with `--no-reservations`
+    SchedbeNoResv,
     /// schedbe's least-loaded-first policy (`--policy llf`)
     Llf,
     /// A peer sched_ext scheduler (crate::peers::KNOWN).
@@ -105,6 +108,13 @@ impl Config {
                 sched_args: &["--limit-mode", "concurrency"],
                 ..base
             },
+            Kind::SchedbeNoResv => Plan {
+                be_cpu_idle: true,
+                scheduler: Some(Scheduler::Schedbe),
+                needs_cpu_controller: true,
+                sched_args: &["--no-reservations"],
+                ..base
+            },
             Kind::Llf => Plan {
                 be_cpu_idle: true,
                 scheduler: Some(Scheduler::Schedbe),
@@ -126,13 +136,14 @@ impl Config {
             Kind::Fifo => "LC SCHED_FIFO, BE SCHED_NORMAL".into(),
             Kind::Schedbe => "schedbe loaded; BE cgroup cpu.idle=1 (BE tier)".into(),
             Kind::SchedbeConc => "schedbe loaded, cpu.max read as CPUs at once (--limit-mode concurrency); BE cgroup cpu.idle=1".into(),
+            Kind::SchedbeNoResv => "schedbe loaded without reservations (--no-reservations); BE cgroup cpu.idle=1".into(),
             Kind::Llf => "schedbe --policy llf loaded (sandboxes: kubelet pods, none here); BE cgroup cpu.idle=1".into(),
             Kind::Peer(n) => format!("peer sched_ext scheduler {n} loaded (default options); BE cgroup cpu.idle=1"),
         }
     }
 }
 
-pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, schedbe-conc, llf, scx_bpfland, scx_lavd";
+pub const VALID: &str = "eevdf, weights, weights-N (N in 1..=10000), sched-idle, cpu-idle, fifo, schedbe, schedbe-conc, schedbe-nores, llf, scx_bpfland, scx_lavd";
 
 impl FromStr for Config {
     type Err = anyhow::Error;
@@ -146,6 +157,7 @@ impl FromStr for Config {
             "fifo" => Kind::Fifo,
             "schedbe" => Kind::Schedbe,
             "schedbe-conc" => Kind::SchedbeConc,
+            "schedbe-nores" => Kind::SchedbeNoResv,
             "llf" => Kind::Llf,
             _ => match (peers::known(s), s.strip_prefix("weights-")) {
                 (Some(peer), _) => Kind::Peer(peer),

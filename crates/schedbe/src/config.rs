@@ -33,6 +33,10 @@ pub struct Config {
     pub lc_preempt_us: u64,
     /// ... once that task has run this long.
     pub lc_preempt_min_us: u64,
+    /// Reservations (resv.rs): an LC wakeup of a cgroup running on fewer CPUs
+    /// than its weight entitles it to preempts, at once, a task of a cgroup
+    /// running on more than its own.
+    pub reservations: bool,
     /// BE time slice (LC preempts BE anyway, so it can be long).
     pub be_slice_us: u64,
     /// A BE task queued longer than this gets one guard slice.
@@ -69,6 +73,7 @@ impl Default for Config {
             lc_slice_us: 5_000,
             lc_preempt_us: 1_000,
             lc_preempt_min_us: 500,
+            reservations: true,
             be_slice_us: 20_000,
             starvation_limit_ms: 5_000,
             guard_slice_us: 2_000,

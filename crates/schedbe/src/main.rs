@@ -6,6 +6,9 @@
 //! - `lifecycle`: run until stopped, reload on the kernel's request (every policy)
 //! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
 //! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
+//!   and entitlements
+//! - `resv`: reservations: entitlement slots (a cgroup below its entitlement
+//!   preempts one above its own)
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
 //! - `stats`: live statistics (scx_stats)
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
@@ -32,6 +35,7 @@ mod lifecycle;
 mod llf;
 mod park;
 mod preflight;
+mod resv;
 mod sched;
 mod stats;
 mod vm;
@@ -129,6 +133,9 @@ struct RunArgs {
     /// LC wakeup preemption: a woken LC task this far (µs of virtual time) behind the LC task on a busy CPU preempts it; 0 turns it off [default 1000]
     #[arg(long)]
     lc_preempt_us: Option<u64>,
+    /// Turn reservations off: a cgroup below its cpu.weight entitlement then waits for virtual time like any other (docs/design.md)
+    #[arg(long)]
+    no_reservations: bool,
     /// BE time slice in µs (LC preempts BE whenever it needs the CPU, so this can be long) [default 20000]
     #[arg(long)]
     be_slice_us: Option<u64>,
@@ -219,6 +226,9 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     if let Some(v) = a.lc_preempt_us {
         cfg.lc_preempt_us = v;
     }
+    if a.no_reservations {
+        cfg.reservations = false;
+    }
     if let Some(v) = a.lc_slice_us {
         cfg.lc_slice_us = v;
     }
@@ -265,6 +275,7 @@ fn sched_be_flags(a: &RunArgs) -> Vec<&'static str> {
         ("--no-default-be-cgroups", a.no_default_be_cgroups),
         ("--lc-slice-us", a.lc_slice_us.is_some()),
         ("--lc-preempt-us", a.lc_preempt_us.is_some()),
+        ("--no-reservations", a.no_reservations),
         ("--be-slice-us", a.be_slice_us.is_some()),
         ("--starvation-limit-ms", a.starvation_limit_ms.is_some()),
         ("--guard-slice-us", a.guard_slice_us.is_some()),

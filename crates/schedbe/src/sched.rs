@@ -19,6 +19,7 @@ use crate::bpf_skel::*;
 use crate::config::Config;
 use crate::cpumax::CpuMax;
 use crate::flatten::{self, Node};
+use crate::resv::Reservations;
 use crate::park::{self, ParkSettings, Parker};
 use crate::stats::Metrics;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
@@ -55,6 +56,8 @@ pub struct Scheduler<'a> {
     /// The cgroup tree as of the last rescan: (id, rel, has cpu controller, cpu.weight).
     tree: Vec<(u64, String, bool, u32)>,
     factors: HashMap<u64, u64>,
+    /// Entitlement slots (None: --no-reservations)
+    resv: Option<Reservations>,
     /// cgroup id -> relative path, as of the last rescan.
     id_rel: HashMap<u64, String>,
     /// Cgroups matching the BE path patterns (relative paths).
@@ -182,6 +185,7 @@ impl<'a> Scheduler<'a> {
             factor_ids: HashSet::new(),
             tree: Vec::new(),
             factors: HashMap::new(),
+            resv: cfg.reservations.then(Reservations::default),
             id_rel: HashMap::new(),
             be_rels: HashSet::new(),
             parker,
@@ -334,7 +338,12 @@ impl<'a> Scheduler<'a> {
             })
             .collect();
         let mut changed = false;
-        for (id, f) in flatten::flatten(&nodes) {
+        let flat = flatten::flatten_full(&nodes, self.nr_cpus);
+        if let Some(r) = self.resv.as_mut() {
+            let root = self.tree.iter().find(|c| c.1.is_empty()).map_or(0, |c| c.0);
+            changed |= r.update(&mut self.skel, &flat, root, self.nr_cpus)?;
+        }
+        for (id, f) in flat.iter().map(|(id, f)| (*id, f.factor)) {
             // Only write factors that changed by more than 1%: map updates are syscalls.
             let old = self.factors.get(&id).copied().unwrap_or(0);
             if old == 0 || f.abs_diff(old) * 100 > old {
@@ -351,7 +360,7 @@ impl<'a> Scheduler<'a> {
             self.factors.remove(&id);
             changed = true;
         }
-        // Tasks remember their factor until this moves (lc_weight.bpf.h).
+        // Tasks remember their factor and slot until this moves (lc_weight.bpf.h, resv.bpf.h).
         if changed {
             let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
             bss.factor_gen = bss.factor_gen.wrapping_add(1);
@@ -386,6 +395,7 @@ impl<'a> Scheduler<'a> {
             t.kick_lat_n += s.kick_lat_n;
             t.kick_idle += s.kick_idle;
             t.lc_preempt += s.lc_preempt;
+            t.resv_preempt += s.resv_preempt;
             t.bw_conc_yields += s.bw_conc_yields;
             t.exit_takes += s.exit_takes;
             t.tick_yields += s.tick_yields;
@@ -419,6 +429,8 @@ impl<'a> Scheduler<'a> {
             running_yields: t.running_yields,
             kick_idle: t.kick_idle,
             lc_preempt: t.lc_preempt,
+            resv_preempt: t.resv_preempt,
+            resv_groups: self.resv.as_ref().map_or(0, |r| r.len() as u64),
             bw_conc_yields: t.bw_conc_yields,
             lc_direct: t.lc_direct,
             lc_dispatches: t.lc_dispatches,

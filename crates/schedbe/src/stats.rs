@@ -48,6 +48,12 @@ pub struct Metrics {
     pub tick_yields: u64,
     #[stat(desc = "LC wakeups that preempted an LC task which had run its share (no CPU idle or running BE)")]
     pub lc_preempt: u64,
+    #[stat(desc = "Reservations: LC wakeups of a cgroup below its entitlement that preempted a cgroup above its own")]
+    #[serde(default)]
+    pub resv_preempt: u64,
+    #[stat(desc = "Reservations: cgroups with an entitlement slot now")]
+    #[serde(default)]
+    pub resv_groups: u64,
     #[stat(desc = "Idle CPUs woken for a queued task")]
     pub kick_idle: u64,
     #[stat(desc = "LC wakeups placed directly on an idle CPU")]
@@ -163,6 +169,8 @@ impl Metrics {
             tick_yields: self.tick_yields - prev.tick_yields,
             running_yields: self.running_yields - prev.running_yields,
             lc_preempt: self.lc_preempt - prev.lc_preempt,
+            resv_preempt: self.resv_preempt - prev.resv_preempt,
+            resv_groups: self.resv_groups,
             bw_conc_yields: self.bw_conc_yields - prev.bw_conc_yields,
             kick_idle: self.kick_idle - prev.kick_idle,
             lc_direct: self.lc_direct - prev.lc_direct,

@@ -22,6 +22,17 @@ enum schedbe_consts {
 	SCHEDBE_BW_MAX_SLOTS	= 4096,
 	SCHEDBE_BW_MAX_DEPTH	= 8,	/* a power of two: indexes are masked */
 	SCHEDBE_BW_DSQ_BASE	= 2 << 16,
+	/* reservations (resv.bpf.h): cgroups with an entitlement slot (slot 0: none) */
+	SCHEDBE_RESV_MAX_SLOTS	= 4096,
+};
+
+/*
+ * Reservations (resv.bpf.h): what one cgroup is entitled to, written by
+ * userspace's flattening pass. CPUs x 1000.
+ */
+struct resv_ent {
+	u32 claim_milli;	/* it may preempt while one more CPU keeps it within this */
+	u32 fair_milli;		/* it may be preempted while it runs on more than this */
 };
 
 /* Per-CPU counters, summed by userspace. Times in ns. */
@@ -51,7 +62,9 @@ struct cpu_stats {
 	u64 bw_forgiven_ns;	/* cpu.max: overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
 	u64 bw_conc_yields;	/* concurrency mode: a task got a CPU without its cgroups' tokens and gave it back */
 	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
+	u64 resv_preempt;	/* LC wakeup of a cgroup below its entitlement preempted one above its own */
 };
+
 
 /* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */
 struct bw_conf {

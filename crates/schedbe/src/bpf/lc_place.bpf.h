@@ -2,13 +2,14 @@
 /*
  * Where an LC task runs when it is queued (see main.bpf.c, "entry" and "LC
  * latency"): on an idle CPU; on a CPU running BE, which it preempts (the
- * entry check); on the waker's CPU for a synchronous wakeup; or in the LC
- * queue by virtual time, preempting an LC task it is well behind only when
- * it woke with credit.
+ * entry check); on the waker's CPU for a synchronous wakeup; on a CPU
+ * running a task of a cgroup above its entitlement, when it woke in a
+ * cgroup below its own (resv.bpf.h); or in the LC queue by virtual time,
+ * preempting an LC task it is well behind only when it woke with credit.
  *
  * The includer defines be_cpus, lc_vtime_now, lc_slice_ns, lc_dsq(),
  * task_ctx(), TIER_LC/TIER_BE, STAT_ADD and nr_llcs, and includes
- * rt_takeover.bpf.h (rescue_available()).
+ * rt_takeover.bpf.h (rescue_available()), cpu_cur.bpf.h and resv.bpf.h.
  */
 #ifndef __SCHEDBE_LC_PLACE_BPF_H
 #define __SCHEDBE_LC_PLACE_BPF_H
@@ -21,31 +22,6 @@
 const volatile u64 lc_preempt_gran_ns = 1000ULL * 1000;
 const volatile u64 lc_preempt_min_ns = 500ULL * 1000;
 
-/*
- * Per CPU, readable by the others: when an entry-check kick was sent to it
- * (0: none pending), and what it runs (for LC wakeup preemption).
- */
-struct cpu_cur {
-	u64 kick_at;
-	u64 vtime;		/* the running task's vtime when it started */
-	u64 started_at;
-	u64 weight;		/* its nice weight (~ its vtime rate) */
-	u8 tier;		/* TIER_LC, TIER_BE; TIER_NONE while offline */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SCHEDBE_MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct cpu_cur);
-} cpu_curs SEC(".maps");
-
-static __always_inline struct cpu_cur *cpu_cur(s32 cpu)
-{
-	u32 key = cpu;
-
-	return bpf_map_lookup_elem(&cpu_curs, &key);
-}
 
 /*
  * Full memory barrier. The entry check is a store-buffer pattern: the waker
@@ -193,9 +169,20 @@ static __always_inline void lc_direct_undo(struct task_struct *p)
 		bw_conc_put(p, &tctx->bw, false);
 }
 
+/* The reservation slot of a waking @p (resv.bpf.h); 0 for any other enqueue. */
+static __always_inline u32 lc_wakeup_slot(struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx;
+
+	if (!resv_on || !(enq_flags & SCX_ENQ_WAKEUP) || !(tctx = task_ctx(p)))
+		return 0;
+	return resv_task_slot(p, &tctx->resv);
+}
+
 static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), resv_kick = -1;
+	u32 slot;
 
 	if (cpu >= 0) {
 		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
@@ -203,12 +190,28 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		STAT_ADD(kick_idle, 1);
 		return;
 	}
+	slot = lc_wakeup_slot(p, enq_flags);
 	if (direct_entry() && lc_direct_ok(p)) {
 		cpu = claim_be_cpu(p);
 		if (cpu >= 0) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
 			note_preempt(cpu);
 			return;
+		}
+		/*
+		 * Reservations: a cgroup within its claim takes a CPU from one above
+		 * its fair share. Straight into the local queue only of the CPU this
+		 * wakeup runs on (preempted at once, no IPI); a remote victim is
+		 * kicked below, the task waiting in the shared queue, so that any
+		 * CPU that gets there first runs it (under emulation a kicked vCPU
+		 * can take milliseconds to answer).
+		 */
+		if (slot && (cpu = resv_victim(p, slot)) >= 0) {
+			if (cpu == bpf_get_smp_processor_id()) {
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+				return;
+			}
+			resv_kick = cpu;
 		}
 		lc_direct_undo(p);
 	}
@@ -223,6 +226,13 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 	if (cpu >= 0) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		note_preempt(cpu);
+		return;
+	}
+	/* reservations, a remote victim (or any before v7.1): kicked, it takes the LC queue's front */
+	if (resv_kick < 0 && slot && !direct_entry())
+		resv_kick = resv_victim(p, slot);
+	if (resv_kick >= 0) {
+		scx_bpf_kick_cpu(resv_kick, SCX_KICK_PREEMPT);
 		return;
 	}
 	if (lc_preempt_gran_ns && (enq_flags & SCX_ENQ_WAKEUP) && time_before(vtime, lc_vtime_now))

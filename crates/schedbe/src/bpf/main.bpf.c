@@ -51,6 +51,10 @@
  *         back to user space, so a task with a freeze pending
  *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
  *         bounds the freeze and lets it release kernel locks first.
+ *  reservations: an LC wakeup whose cgroup runs on fewer CPUs than its
+ *         weight entitles it to, finding no CPU idle or running BE,
+ *         preempts a task of a cgroup running on more than its own
+ *         entitlement (resv.bpf.h).
  *  cpu.max: a task whose cgroup (or a limited ancestor) has used its quota
  *         for the period is held out of both tiers' queues until the period
  *         ends (cpumax.bpf.h), whatever its tier: a limit caps LC and BE alike.
@@ -59,7 +63,8 @@
  * (those rules remembered per task), task_state.bpf.h
  * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h.
  * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
- * load), lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
+ * load), cpu_cur.bpf.h (what each CPU runs), resv.bpf.h (reservations),
+ * lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
  * (ops.dispatch taking tasks from the queues), be_guard.bpf.h
  * (starvation guard, parking reports).
  */
@@ -124,6 +129,8 @@ static __always_inline u64 task_cgid(struct task_struct *p)
 #include "rt_takeover.bpf.h"
 #include "cpumax.bpf.h"
 #include "lc_weight.bpf.h"
+#include "cpu_cur.bpf.h"
+#include "resv.bpf.h"
 
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
@@ -138,6 +145,7 @@ struct task_ctx {
 	struct tier_memo memo;	/* the LC/BE rules' answer (tier_cache.bpf.h) */
 	struct lcw_memo lcw;	/* LC weight factor and batched load (lc_weight.bpf.h) */
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
+	struct resv_memo resv;	/* its reservation slot, and the one it counts in (resv.bpf.h) */
 };
 
 struct {
@@ -477,6 +485,7 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			c->weight = p->scx.weight;	/* nice only: a cheap estimate is enough here */
 			c->tier = TIER_LC;
 		}
+		resv_start(resv_task_slot(p, &tctx->resv), &tctx->resv.held, c);
 		if (be)
 			bpf_cpumask_clear_cpu(cpu, be);
 		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
@@ -522,6 +531,8 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 		return;
 	if (be)
 		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
+	if (tctx->resv.held)
+		resv_stop(&tctx->resv.held, cpu_cur(scx_bpf_task_cpu(p)));
 	charge(p, tctx, now);
 	/*
 	 * Concurrency mode: the tokens go back once this CPU has switched away
@@ -635,13 +646,16 @@ void BPF_STRUCT_OPS(schedbe_enable, struct task_struct *p)
 	scx_bpf_task_set_dsq_vtime(p, lc_vtime_now);
 }
 
-/* @p leaves sched_ext (exit, RT/DL): cpu.max concurrency tokens it holds go back. */
+/* @p leaves sched_ext (exit, RT/DL): cpu.max concurrency tokens and a reservation count it holds go back. */
 void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
 
-	if (tctx)
-		bw_conc_drop(p, &tctx->bw);
+	if (!tctx)
+		return;
+	bw_conc_drop(p, &tctx->bw);
+	if (tctx->resv.held)
+		resv_stop(&tctx->resv.held, NULL);
 }
 
 s32 BPF_STRUCT_OPS(schedbe_init_task, struct task_struct *p, struct scx_init_task_args *args)
