@@ -33,9 +33,9 @@ pub struct Config {
     pub lc_preempt_us: u64,
     /// ... once that task has run this long.
     pub lc_preempt_min_us: u64,
-    /// Reservations (resv.rs): an LC wakeup of a cgroup running on fewer CPUs
-    /// than its weight entitles it to preempts, at once, a task of a cgroup
-    /// running on more than its own.
+    /// Reservations (resv.rs): an LC wakeup of a cgroup that one more CPU
+    /// keeps within its claim preempts, at once, a task of a cgroup running
+    /// on more CPUs than its fair share.
     pub reservations: bool,
     /// BE time slice (LC preempts BE anyway, so it can be long).
     pub be_slice_us: u64,

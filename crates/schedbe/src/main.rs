@@ -7,8 +7,8 @@
 //! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
 //! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
 //!   and entitlements
-//! - `resv`: reservations: entitlement slots (a cgroup below its entitlement
-//!   preempts one above its own)
+//! - `resv`: reservations: entitlement slots (a cgroup within its claim
+//!   preempts one above its fair share)
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
 //! - `stats`: live statistics (scx_stats)
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian

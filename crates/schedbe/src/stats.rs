@@ -48,7 +48,7 @@ pub struct Metrics {
     pub tick_yields: u64,
     #[stat(desc = "LC wakeups that preempted an LC task which had run its share (no CPU idle or running BE)")]
     pub lc_preempt: u64,
-    #[stat(desc = "Reservations: LC wakeups of a cgroup below its entitlement that preempted a cgroup above its own")]
+    #[stat(desc = "Reservations: LC wakeups of a cgroup within its claim that preempted a cgroup above its fair share")]
     #[serde(default)]
     pub resv_preempt: u64,
     #[stat(desc = "Reservations: cgroups with an entitlement slot now")]

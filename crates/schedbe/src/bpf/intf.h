@@ -62,9 +62,8 @@ struct cpu_stats {
 	u64 bw_forgiven_ns;	/* cpu.max: overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
 	u64 bw_conc_yields;	/* concurrency mode: a task got a CPU without its cgroups' tokens and gave it back */
 	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
-	u64 resv_preempt;	/* LC wakeup of a cgroup below its entitlement preempted one above its own */
+	u64 resv_preempt;	/* LC wakeup of a cgroup within its claim preempted one above its fair share */
 };
-
 
 /* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */
 struct bw_conf {

@@ -3,8 +3,8 @@
  * Where an LC task runs when it is queued (see main.bpf.c, "entry" and "LC
  * latency"): on an idle CPU; on a CPU running BE, which it preempts (the
  * entry check); on the waker's CPU for a synchronous wakeup; on a CPU
- * running a task of a cgroup above its entitlement, when it woke in a
- * cgroup below its own (resv.bpf.h); or in the LC queue by virtual time,
+ * running a task of a cgroup above its fair share, when it woke in a
+ * cgroup that one more CPU keeps within its claim (resv.bpf.h); or in the LC queue by virtual time,
  * preempting an LC task it is well behind only when it woke with credit.
  *
  * The includer defines be_cpus, lc_vtime_now, lc_slice_ns, lc_dsq(),
@@ -21,7 +21,6 @@
  */
 const volatile u64 lc_preempt_gran_ns = 1000ULL * 1000;
 const volatile u64 lc_preempt_min_ns = 500ULL * 1000;
-
 
 /*
  * Full memory barrier. The entry check is a store-buffer pattern: the waker

@@ -51,10 +51,10 @@
  *         back to user space, so a task with a freeze pending
  *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
  *         bounds the freeze and lets it release kernel locks first.
- *  reservations: an LC wakeup whose cgroup runs on fewer CPUs than its
- *         weight entitles it to, finding no CPU idle or running BE,
- *         preempts a task of a cgroup running on more than its own
- *         entitlement (resv.bpf.h).
+ *  reservations: an LC wakeup whose cgroup one more CPU keeps within its
+ *         claim (the CPUs its weight gives it against what the others
+ *         use), finding no CPU idle or running BE, preempts a task of a
+ *         cgroup running on more CPUs than its fair share (resv.bpf.h).
  *  cpu.max: a task whose cgroup (or a limited ancestor) has used its quota
  *         for the period is held out of both tiers' queues until the period
  *         ends (cpumax.bpf.h), whatever its tier: a limit caps LC and BE alike.

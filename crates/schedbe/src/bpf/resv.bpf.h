@@ -22,11 +22,12 @@
  *
  * Only wakeups preempt this way: a task preempted here is not a wakeup when
  * it is queued again, so two cgroups cannot ping-pong a CPU. Long-run
- * fairness stays with virtual time. A cgroup alone on the machine (or
- * entitled to every CPU) gets no slot, so its context switches pay nothing.
+ * fairness stays with virtual time. The root cgroup gets no slot, nor does
+ * any cgroup while fewer than two compete (resv_on is then off), so their
+ * context switches pay nothing.
  *
- * The includer defines cpu_curs/cpu_cur() (lc_place.bpf.h), TIER_LC,
- * STAT_ADD, task_cgid() and factor_gen (lc_weight.bpf.h).
+ * The includer defines TIER_LC, STAT_ADD and task_cgid(), and includes
+ * cpu_cur.bpf.h (cpu_cur()) and lc_weight.bpf.h (factor_gen) first.
  */
 #ifndef __SCHEDBE_RESV_BPF_H
 #define __SCHEDBE_RESV_BPF_H
@@ -59,7 +60,7 @@ struct {
 	__type(value, s32);
 } resv_running SEC(".maps");
 
-/* cgroup id -> slot (1..), from userspace; cached per task in struct lcw_memo. */
+/* cgroup id -> slot (1..), from userspace; cached per task in struct resv_memo. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
