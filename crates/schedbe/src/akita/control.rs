@@ -12,11 +12,11 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use crossbeam::channel::{Receiver, Sender};
+use crossbeam::channel::{Receiver, RecvTimeoutError, Sender};
 use log::warn;
 use serde::{Deserialize, Serialize};
 
@@ -61,9 +61,28 @@ fn peer_uid(s: &UnixStream) -> Result<u32> {
     Ok(cred.uid)
 }
 
-/// Bind the socket (replacing a stale one) and serve it on a thread; calls
-/// arrive on the returned channel for the daemon's loop to answer.
-pub fn listen(path: &Path) -> Result<Receiver<Call>> {
+/// The bound socket: calls arrive on it for the daemon's loop to answer, and
+/// dropping it removes the socket file, on every exit path (a failed attach
+/// included), so no stale socket outlives the daemon.
+pub struct Control {
+    rx: Receiver<Call>,
+    path: PathBuf,
+}
+
+impl Control {
+    pub fn recv_timeout(&self, wait: Duration) -> Result<Call, RecvTimeoutError> {
+        self.rx.recv_timeout(wait)
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Bind the socket (replacing a stale one) and serve it on a thread.
+pub fn listen(path: &Path) -> Result<Control> {
     let dir = path.parent().context("control socket path has no directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("cannot chmod {}", dir.display()))?;
@@ -86,7 +105,7 @@ pub fn listen(path: &Path) -> Result<Receiver<Call>> {
             }
         })
         .context("cannot start the control socket thread")?;
-    Ok(rx)
+    Ok(Control { rx, path: path.to_path_buf() })
 }
 
 fn serve(s: UnixStream, tx: &Sender<Call>) -> Result<()> {

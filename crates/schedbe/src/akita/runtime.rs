@@ -66,7 +66,7 @@ pub struct Runtime<'a> {
     /// The CPU of each draining server.
     drain_cpu: HashMap<u32, u32>,
     /// Calls from the control socket.
-    control: Option<crossbeam::channel::Receiver<control::Call>>,
+    control: Option<control::Control>,
     /// The server parameters last written, by server id.
     written: BTreeMap<u32, ServerConf>,
     /// The servers of each CPU last written.
@@ -79,7 +79,6 @@ pub struct Runtime<'a> {
     be_ids: IdSet,
     started: Instant,
     nr_cpus: u32,
-    socket: std::path::PathBuf,
 }
 
 /// Plain-data BPF struct as the bytes a map update takes.
@@ -180,13 +179,14 @@ impl<'a> Runtime<'a> {
             be_ids: IdSet::default(),
             started: Instant::now(),
             nr_cpus: online.iter().max().map_or(1, |m| m + 1),
-            socket: socket.to_path_buf(),
         };
         // Servers and cgroups before attaching: tasks are on their vCPUs from the first decision.
         rt.sync_servers()?;
         rt.rescan().context("initial cgroup scan failed")?;
-        rt.link = Some(scx_ops_attach!(rt.skel, akita_ops)?);
+        // The socket before attaching: once sched_ext reports akita enabled,
+        // `schedbe akita add|remove|list` already reaches it (a test raced this).
         rt.control = Some(control::listen(socket).context("cannot open the control socket")?);
+        rt.link = Some(scx_ops_attach!(rt.skel, akita_ops)?);
         info!("control socket: {} (schedbe akita add|remove|list)", socket.display());
         info!("akita policy enabled: {} VMs on CPUs {}", rt.vms.iter().flatten().count(), super::cpus::format(&rt.cfg.cpus));
         Ok(rt)
@@ -511,7 +511,7 @@ impl<'a> Runtime<'a> {
             }
         }
         let _ = self.link.take();
-        let _ = std::fs::remove_file(&self.socket);
+        let _ = self.control.take();
         uei_report!(&self.skel, uei)
     }
 }
