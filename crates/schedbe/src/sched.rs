@@ -411,6 +411,8 @@ impl<'a> Scheduler<'a> {
             t.bw_releases += s.bw_releases;
             t.bw_restarts += s.bw_restarts;
             t.bw_forgiven_ns += s.bw_forgiven_ns;
+            t.bw_unthrottles += s.bw_unthrottles;
+            t.bw_late_ns += s.bw_late_ns;
         }
         let pc = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
         Ok(Metrics {
@@ -452,6 +454,8 @@ impl<'a> Scheduler<'a> {
             bw_releases: t.bw_releases,
             bw_restarts: t.bw_restarts,
             bw_forgiven_ms: t.bw_forgiven_ns as f64 / 1e6,
+            bw_unthrottles: t.bw_unthrottles,
+            bw_late_ms: t.bw_late_ns as f64 / 1e6,
             cgroups: self.cpumax.stats(&self.skel),
         })
     }

@@ -106,6 +106,12 @@ pub struct Metrics {
     #[stat(desc = "cpu.max: overrun forgiven because paying it would throttle longer than 10 s (ms)")]
     #[serde(default)]
     pub bw_forgiven_ms: f64,
+    #[stat(desc = "cpu.max: throttled cgroups released at a period boundary")]
+    #[serde(default)]
+    pub bw_unthrottles: u64,
+    #[stat(desc = "cpu.max: how late the timer fired for those releases, summed (ms)")]
+    #[serde(default)]
+    pub bw_late_ms: f64,
     #[stat(desc = "cpu.max: per limited cgroup, cumulative counters as in cpu.stat")]
     #[serde(default)]
     pub cgroups: BTreeMap<String, CgroupBw>,
@@ -193,6 +199,8 @@ impl Metrics {
             bw_releases: self.bw_releases - prev.bw_releases,
             bw_restarts: self.bw_restarts - prev.bw_restarts,
             bw_forgiven_ms: self.bw_forgiven_ms - prev.bw_forgiven_ms,
+            bw_unthrottles: self.bw_unthrottles - prev.bw_unthrottles,
+            bw_late_ms: self.bw_late_ms - prev.bw_late_ms,
             cgroups: self.cgroups.clone(),
         }
     }

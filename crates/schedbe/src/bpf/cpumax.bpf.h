@@ -64,7 +64,7 @@
  *
  * The includer defines, before including this header:
  *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases,
- *    bw_restarts, bw_forgiven_ns;
+ *    bw_restarts, bw_forgiven_ns, bw_unthrottles, bw_late_ns;
  * and, anywhere in the file:
  *  - bw_release_to(p, &dsq, &vtime): the run queue and virtual time a task
  *    leaving a holding queue goes to;
@@ -114,6 +114,7 @@ struct bw_state {
 	struct bpf_timer timer;
 	s64 runtime_ns;		/* left in this period; negative: debt */
 	u64 period_start;
+	u64 armed_end;		/* when the timer was last armed to fire */
 	u64 quota_ns, period_ns, burst_ns;	/* the bw_conf this state runs */
 	u32 throttled;
 	u32 used;		/* ran in the current period (cpu.stat nr_periods) */
@@ -281,12 +282,21 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
 	return s;
 }
 
-/* Arm @slot's timer on this CPU for the end of its current period. */
+/*
+ * Arm @slot's timer on this CPU for the end of its current period, or to
+ * fire at once when the slot is due already: bw_slot() refills lazily, so a
+ * throttled slot whose timer is late can already be in the next period with
+ * runtime, and the end of *that* period is a whole period too late (holds
+ * re-arming there kept k8s pods throttled for 100 ms with a full quota).
+ */
 static void bw_arm(u32 slot, struct bw_state *s, u64 now)
 {
 	u64 end = s->period_start + s->period_ns;
 
-	bpf_timer_start(&s->timer, end > now ? end - now : 1000, BPF_F_TIMER_CPU_PIN);
+	if (end <= now || s->runtime_ns > 0)
+		end = now + 1000;
+	s->armed_end = end;
+	bpf_timer_start(&s->timer, end - now, BPF_F_TIMER_CPU_PIN);
 }
 
 static void bw_throttle(u32 slot, struct bw_state *s, u64 now)
@@ -414,7 +424,19 @@ static u64 bw_runtime_left(struct task_struct *p, struct bw_task *bt, u64 now)
 	return left;
 }
 
-/* ops.enqueue: hold @p, whose cgroup @slot is throttled, until the slot's timer releases it. */
+/* A timer due later than this after a hold's insert is sure to see the held task. */
+#define BW_ARM_MARGIN_NS	(50ULL * 1000)
+
+/*
+ * ops.enqueue: hold @p, whose cgroup @slot is throttled, until the slot's
+ * timer releases it. The timer stays where the throttle armed it (a CPU the
+ * cgroup ran on) when it is still due comfortably after this insert: the
+ * enqueue runs on the waking CPU, which may be one the cgroup never runs on,
+ * and a timer moved there fired late whenever that CPU was busy or its vCPU
+ * preempted (a 3-vCPU k8s run: the client's CPU, tens of ms). Otherwise (the
+ * timer fired or is about to, or the slot was just unthrottled) it is armed
+ * here, so every held task is looked at again.
+ */
 static void bw_hold(struct task_struct *p, s32 slot, u64 enq_flags, u64 now)
 {
 	struct bw_state *s;
@@ -422,8 +444,13 @@ static void bw_hold(struct task_struct *p, s32 slot, u64 enq_flags, u64 now)
 
 	scx_bpf_dsq_insert_vtime(p, bw_dsq(key), SCX_SLICE_DFL, p->scx.dsq_vtime, enq_flags);
 	STAT_ADD(bw_holds, 1);
-	if ((s = bpf_map_lookup_elem(&bw_state, &key)))
-		bw_arm(key, s, now);
+	if (!(s = bpf_map_lookup_elem(&bw_state, &key)))
+		return;
+	/* a clock read after the insert: a timer due after it iterates after the insert */
+	now = bpf_ktime_get_ns();
+	if (s->throttled && s->runtime_ns <= 0 && s->armed_end > now + BW_ARM_MARGIN_NS)
+		return;
+	bw_arm(key, s, now);
 }
 
 /* ops.dispatch: move a queued @p whose cgroup @slot got throttled to its holding queue. */
@@ -447,6 +474,9 @@ static void bw_hold_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s
 static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 {
 	u64 now = bpf_ktime_get_ns(), dsq, vtime;
+	/* when this firing was due, to report the timer's lateness at a release */
+	u64 due = s->armed_end;
+	bool was_throttled = s->throttled;
 	struct task_struct *p;
 	u32 slot = *key;
 
@@ -454,6 +484,11 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 		return 0;
 	if (!bw_slot(slot, now) || s->runtime_ns > 0)
 		bw_unthrottle(slot, s, now);
+	if (was_throttled && !s->throttled) {
+		STAT_ADD(bw_unthrottles, 1);
+		if (now > due)
+			STAT_ADD(bw_late_ns, now - due);
+	}
 	if (s->throttled) {
 		bw_arm(slot, s, now);
 		return 0;

@@ -60,6 +60,8 @@ struct cpu_stats {
 	u64 bw_releases;	/* cpu.max: held tasks released at a period boundary */
 	u64 bw_restarts;	/* cpu.max: a slot's limit (re)started with a full quota */
 	u64 bw_forgiven_ns;	/* cpu.max: overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
+	u64 bw_unthrottles;	/* cpu.max: throttled cgroups released by their timer */
+	u64 bw_late_ns;		/* cpu.max: summed lateness of the timer at those releases (firing past when due) */
 	u64 bw_conc_yields;	/* concurrency mode: a task got a CPU without its cgroups' tokens and gave it back */
 	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
 	u64 resv_preempt;	/* LC wakeup of a cgroup within its claim preempted one above its fair share */
