@@ -44,6 +44,10 @@ pub enum Scenario {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PodRun {
     pub node_cpus: usize,
+    /// The node's CPUs when `--cpus` named them (empty: every CPU): the
+    /// harness's client may be on others, which the pods cannot use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_cpu_list: Vec<u32>,
     /// service1: request = limit, in milli-CPUs
     pub service1_milli: u64,
     pub service2_request_milli: u64,
@@ -125,6 +129,7 @@ pub fn apply(s: Scenario, node_cpus: usize, root: &Path, timeline_window: &str) 
     let (c1, c2) = (c(&spec.pods[0]), c(&spec.pods[1]));
     let run = PodRun {
         node_cpus,
+        node_cpu_list: Vec::new(),
         service1_milli: c1.cpu_request.map_or(0, |m| m.0),
         service2_request_milli: c2.cpu_request.map_or(0, |m| m.0),
         service2_limit_milli: c2.cpu_limit.map(|m| m.0),

@@ -64,10 +64,19 @@ fn cpus(t: &TraceFigures, key: &str) -> Option<f64> {
     Some(t.cgroups.get(key)?.cpu_ms / 1e3 / window_s(t)?)
 }
 
+/// service2's CPU time over what service1 and the RT harness left, on the
+/// node's CPUs only when `--cpus` named them (a client CPU is no CPU
+/// service2 could have used).
 fn share_of_left(t: &TraceFigures, p: &PodRun) -> Option<f64> {
     let s1 = t.cgroups.get(&p.service1_pod)?.cpu_ms * 1e6;
     let s2 = t.cgroups.get(&p.service2_pod)?.cpu_ms * 1e6;
-    let left = t.cpu_ns as f64 - s1 - t.other_ns as f64;
+    let node: Vec<_> = t.per_cpu.iter().filter(|c| p.node_cpu_list.contains(&c.cpu)).collect();
+    let (cpu, other) = if p.node_cpu_list.is_empty() || node.is_empty() {
+        (t.cpu_ns, t.other_ns)
+    } else {
+        (node.iter().map(|c| c.cpu_ns).sum(), node.iter().map(|c| c.other_ns).sum())
+    };
+    let left = cpu as f64 - s1 - other as f64;
     (left > 0.0).then(|| 100.0 * s2 / left)
 }
 
@@ -107,7 +116,7 @@ pub fn markdown(m: &mut String, p: &PodRun, rows: &[PodsAggregate]) {
     let cpus = |milli: u64| format!("{}", milli as f64 / 1000.0);
     let _ = writeln!(
         m,
-        "\n## Pods\n\nNode: {} CPUs. service1: Guaranteed, request = limit = {} CPUs. service2: {}, request {} CPUs, {}. From the tracer (`--cgroup POD=REQUEST`): \"before\" is service1 alone, \"after\" is with service2; share of left = service2's CPU time / (all CPU time − service1's − the RT harness's); reservation inversion = time service1 ran on fewer CPUs than its request with a thread waiting while service2 ran on more than its own, per second of window.\n",
+        "\n## Pods\n\nNode: {} CPUs. service1: Guaranteed, request = limit = {} CPUs. service2: {}, request {} CPUs, {}. From the tracer (`--cgroup POD=REQUEST`): \"before\" is service1 alone, \"after\" is with service2; share of left = service2's CPU time / (the node's CPU time − service1's − the RT harness's there); reservation inversion = time service1 ran on fewer CPUs than its request with a thread waiting while service2 ran on more than its own, per second of window.\n",
         p.node_cpus,
         cpus(p.service1_milli),
         if p.service2_limit_milli.is_some() { "Guaranteed" } else { "Burstable" },
@@ -140,11 +149,12 @@ pub fn markdown(m: &mut String, p: &PodRun, rows: &[PodsAggregate]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracer::CgroupFigures;
+    use crate::tracer::{CgroupFigures, CpuTimes};
 
     fn pods() -> PodRun {
         PodRun {
             node_cpus: 2,
+            node_cpu_list: Vec::new(),
             service1_milli: 1000,
             service2_request_milli: 500,
             service2_limit_milli: None,
@@ -161,6 +171,22 @@ mod tests {
         t.cgroups.insert("s1".into(), CgroupFigures { cpu_ms: s1_ms, max_cpus: 2, request_cpus: Some(1.0), reservation_inversion_ms: Some(inv), time_at_cpus_ms: vec![1000.0, 600.0, 400.0], ..Default::default() });
         t.cgroups.insert("s2".into(), CgroupFigures { cpu_ms: s2_ms, max_cpus: 2, request_cpus: Some(0.5), reservation_inversion_ms: Some(0.0), ..Default::default() });
         t
+    }
+
+    /// The client on a CPU of its own: only the node's CPUs count. By hand:
+    /// 2 s on CPUs 0-1 = 4000 ms, RT 100 ms there, service1 1000 ms leave
+    /// 2900 ms, of which service2 took 2610: 90%. Over all 3 CPUs (6000 ms,
+    /// RT 1300 ms) it would have been 2610 / 3700 = 70.5%.
+    #[test]
+    fn share_of_left_counts_the_node_cpus_only() {
+        let mut t = trace(1000.0, 2610.0, 0.0);
+        t.cpu_ns = 6_000_000_000;
+        t.other_ns = 1_300_000_000;
+        t.per_cpu = (0..3).map(|cpu| CpuTimes { cpu, cpu_ns: 2_000_000_000, other_ns: [50, 50, 1200][cpu as usize] * 1_000_000 }).collect();
+        let mut p = pods();
+        assert!((share_of_left(&t, &p).unwrap() - 100.0 * 2610.0 / 3700.0).abs() < 1e-9);
+        p.node_cpu_list = vec![0, 1];
+        assert!((share_of_left(&t, &p).unwrap() - 90.0).abs() < 1e-9);
     }
 
     /// By hand: 2 s on 2 CPUs = 4000 ms; service1 1000 ms, RT 200 ms leave

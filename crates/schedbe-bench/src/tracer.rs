@@ -42,6 +42,14 @@ pub struct CgroupFigures {
     pub time_at_cpus_ms: Vec<f64>,
 }
 
+/// One CPU's times in the tracer's window (ns).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct CpuTimes {
+    pub cpu: u32,
+    pub cpu_ns: u64,
+    pub other_ns: u64,
+}
+
 /// The tracer figures the summary uses. CPU times in ns over all CPUs.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct TraceFigures {
@@ -77,6 +85,9 @@ pub struct TraceFigures {
     /// Per `--cgroup` given to the tracer, by its key (the path as given).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cgroups: BTreeMap<String, CgroupFigures>,
+    /// Per CPU: what a figure over some CPUs only (a node's) needs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<CpuTimes>,
 }
 
 fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
@@ -99,6 +110,18 @@ fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
                     .unwrap_or_default(),
             };
             (k.clone(), fig)
+        })
+        .collect()
+}
+
+fn per_cpu_times(v: &serde_json::Value) -> Vec<CpuTimes> {
+    let Some(a) = v.pointer("/per_cpu").and_then(|c| c.as_array()) else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter_map(|c| {
+            let n = |k: &str| c.get(k).and_then(|x| x.as_u64());
+            Some(CpuTimes { cpu: n("cpu")? as u32, cpu_ns: n("cpu_ns")?, other_ns: n("other_ns")? })
         })
         .collect()
 }
@@ -152,6 +175,7 @@ pub fn parse_report(json: &str) -> Result<TraceFigures> {
             .unwrap_or_default(),
         startup_s: None,
         cgroups: cgroup_figures(&v),
+        per_cpu: per_cpu_times(&v),
     })
 }
 
