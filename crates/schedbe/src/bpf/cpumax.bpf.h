@@ -266,7 +266,7 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
 		 * ever forwarded by whole periods), so cgroups with equal periods
 		 * share boundaries: a pod and its container limited alike throttle
 		 * together. On grids of their own each cut the bursts that straddle
-		 * the other's boundary: a k8s pod was throttled for 645 ms in 11 s
+		 * the other's boundary: a k8s pod was throttled 11 times for 645 ms
 		 * where its container, same limit, same usage, was for 247 ms.
 		 */
 		s->quota_ns = c->quota_ns;
