@@ -465,8 +465,18 @@ class Schedbe:
 
 
 def last_stats(sched):
-    """The last JSON stats line `schedbe run --stats 1 --json` wrote."""
-    for line in reversed(sched.log_path.read_text().splitlines()):
+    """The last JSON stats line `schedbe run --stats 1 --json` wrote. The log
+    is on the host-shared results directory, where a read once failed with
+    ENODATA in CI while the daemon was writing: such a read is retried."""
+    for attempt in range(5):
+        try:
+            text = sched.log_path.read_text()
+            break
+        except OSError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2)
+    for line in reversed(text.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
     raise AssertionError(f"no stats line in {sched.log_path}")
