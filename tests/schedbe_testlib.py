@@ -464,10 +464,11 @@ class Schedbe:
         return False
 
 
-def last_stats(sched):
-    """The last JSON stats line `schedbe run --stats 1 --json` wrote. The log
-    is on the host-shared results directory, where a read once failed with
-    ENODATA in CI while the daemon was writing: such a read is retried."""
+def all_stats(sched):
+    """Every JSON stats line `schedbe run --stats 1 --json` wrote, in order.
+    The log is on the host-shared results directory, where a read once
+    failed with ENODATA in CI while the daemon was writing: such a read is
+    retried."""
     for attempt in range(5):
         try:
             text = sched.log_path.read_text()
@@ -476,10 +477,15 @@ def last_stats(sched):
             if attempt == 4:
                 raise
             time.sleep(0.2)
-    for line in reversed(text.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise AssertionError(f"no stats line in {sched.log_path}")
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def last_stats(sched):
+    """The last JSON stats line `schedbe run --stats 1 --json` wrote."""
+    lines = all_stats(sched)
+    if not lines:
+        raise AssertionError(f"no stats line in {sched.log_path}")
+    return lines[-1]
 
 
 # ------------------------------------------------------------------ the tracer

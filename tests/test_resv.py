@@ -12,7 +12,6 @@ gains is measured by `schedbe bench k8s-lc-burst --configs
 schedbe,schedbe-nores` (docs/results-kubernetes.md).
 """
 
-import json
 import sys
 import time
 
@@ -111,8 +110,7 @@ def test_low_weight_sleepers_claim_no_cpus(tree):
                 # slots come and go with the flattening pass's "active" (a
                 # starved weight-1 group's load shows only when it runs): the
                 # most slots any second of the run had
-                stats["resv_groups"] = max(json.loads(line).get("resv_groups", 0) for line in
-                                           sched.log_path.read_text().splitlines() if line.startswith("{"))
+                stats["resv_groups"] = max(s.get("resv_groups", 0) for s in tl.all_stats(sched))
                 sched.check_running()
         finally:
             for p in procs:

@@ -368,7 +368,7 @@ pub fn run(a: &ClientArgs) -> Result<()> {
     let mut rr = 0usize;
     let mut pick_rng = 0x2545_F491_4F6C_DD1Du64 ^ a.seed;
     let progress_ns = (a.progress_secs.max(0.0) * 1e9) as u64;
-    let printer = Printer::start();
+    let printer = Printer::start(&a.label);
     let mut next_progress = if progress_ns > 0 { start_ns + progress_ns } else { u64::MAX };
     let mut interval_lag_max = 0u64;
     let period_ns = (a.repeat_every_secs.max(0.0) * 1e9) as u64;
@@ -398,7 +398,7 @@ pub fn run(a: &ClientArgs) -> Result<()> {
             continue;
         }
         if next_progress <= next_send && next_progress <= monotonic_ns() {
-            print_progress(&printer, &a.label, next_progress, start_ns, sent, recs.len(), &mut progress, interval_lag_max);
+            printer.progress(next_progress, start_ns, sent, recs.len(), &mut progress, interval_lag_max);
             interval_lag_max = 0;
             next_progress += progress_ns;
             continue;
@@ -456,7 +456,7 @@ pub fn run(a: &ClientArgs) -> Result<()> {
         }
         let now = monotonic_ns();
         if now >= next_progress {
-            print_progress(&printer, &a.label, now, start_ns, sent, recs.len(), &mut progress, interval_lag_max);
+            printer.progress(now, start_ns, sent, recs.len(), &mut progress, interval_lag_max);
             interval_lag_max = 0;
             next_progress = now + progress_ns;
         }
@@ -521,11 +521,12 @@ pub fn run(a: &ClientArgs) -> Result<()> {
 /// ms, and the client's send lag spiked every progress interval in every
 /// configuration (k8s-lc-burst, 3 vCPUs: none with --progress-secs 0).
 struct Printer {
+    label: String,
     tx: Option<std::sync::mpsc::SyncSender<String>>,
 }
 
 impl Printer {
-    fn start() -> Self {
+    fn start(label: &str) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel::<String>(64);
         // SCHED_RESET_ON_FORK (set with the client's RT priority) makes this
         // thread SCHED_OTHER; should it fail to start, lines go nowhere.
@@ -534,29 +535,27 @@ impl Printer {
                 eprintln!("{line}");
             }
         });
-        Printer { tx: spawned.ok().map(|_| tx) }
+        Printer { label: label.to_string(), tx: spawned.ok().map(|_| tx) }
     }
 
-    /// Never blocks: a line that finds the queue full is dropped.
-    fn say(&self, line: String) {
+    /// The interval's line, from `h`, which starts over. Never blocks: a line
+    /// that finds the queue full is dropped.
+    fn progress(&self, now: u64, start: u64, sent: u64, done: usize, h: &mut LatencyHist, lag_max: u64) {
+        let s = h.summary();
+        *h = LatencyHist::new();
+        let line = format!(
+            "{}: t={:5.1}s sent {sent} done {done} | last interval: {} done, mean {:.2} ms, p99 {:.2} ms, max send lag {:.2} ms",
+            self.label,
+            now.saturating_sub(start) as f64 / 1e9,
+            s.count,
+            s.mean_us / 1000.0,
+            s.p99_us / 1000.0,
+            lag_max as f64 / 1e6
+        );
         if let Some(tx) = &self.tx {
             let _ = tx.try_send(line);
         }
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn print_progress(out: &Printer, label: &str, now: u64, start: u64, sent: u64, done: usize, h: &mut LatencyHist, lag_max: u64) {
-    let s = h.summary();
-    *h = LatencyHist::new();
-    out.say(format!(
-        "{label}: t={:5.1}s sent {sent} done {done} | last interval: {} done, mean {:.2} ms, p99 {:.2} ms, max send lag {:.2} ms",
-        now.saturating_sub(start) as f64 / 1e9,
-        s.count,
-        s.mean_us / 1000.0,
-        s.p99_us / 1000.0,
-        lag_max as f64 / 1e6
-    ));
 }
 
 #[cfg(test)]

@@ -71,7 +71,8 @@ fn share_of_left(t: &TraceFigures, p: &PodRun) -> Option<f64> {
     let s1 = t.cgroups.get(&p.service1_pod)?.cpu_ms * 1e6;
     let s2 = t.cgroups.get(&p.service2_pod)?.cpu_ms * 1e6;
     let node: Vec<_> = t.per_cpu.iter().filter(|c| p.node_cpu_list.contains(&c.cpu)).collect();
-    let (cpu, other) = if p.node_cpu_list.is_empty() || node.is_empty() {
+    // no list (every CPU is the node's), or a tracer without per-CPU times
+    let (cpu, other) = if node.is_empty() {
         (t.cpu_ns, t.other_ns)
     } else {
         (node.iter().map(|c| c.cpu_ns).sum(), node.iter().map(|c| c.other_ns).sum())
