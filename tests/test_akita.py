@@ -249,12 +249,50 @@ def test_cgroup_removed_while_running(procs):
     assert s["gone"] > 0.8, f"a lone LO VM is work conserving: {s}"
 
 
+def test_threads_vm_gets_a_vcpu_per_thread(procs):
+    """A VM with vcpus = "threads" gets one vCPU (periodic server) per
+    thread in its cgroup, placed first-fit as the thread appears: three
+    CPU-bound threads of a type-2 LO VM (25/100 each) next to a one-vCPU
+    type-2 VM get 0.75 and 0.25 of the CPU (one vCPU would give it 0.5). A
+    fourth thread fails the EDF-VD test (U1(1) would be 1.25) and runs as a
+    host task; when one of the first three exits, it gets that vCPU."""
+    make_cgroups(["t", "x"])
+    text = vm_toml([("x", "LO", 2)]) + (f'\n[[vm]]\nname = "t"\ncgroup = "{BASE}/t"\ncriticality = "LO"\n'
+                                       'type = 2\nvcpus = "threads"\n')
+    f = write_vms("akita-threads", text)
+
+    def listing():
+        r = subprocess.run([str(tl.SCHEDBE), "akita", "list"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r
+        return r.stdout
+
+    with akita(f, "akita-threads") as sched:
+        procs.append(tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/x"))
+        first = [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/t") for _ in range(3)]
+        procs += first
+        time.sleep(2)
+        s = shares(["t", "x"], 6)
+        tl.log(f"threads VM t (3 threads) and x (1 vCPU) on CPU {CPU}: {s}")
+        assert "t LO" in listing() and "vcpus=threads(3)" in listing(), listing()
+        fourth = tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/t")
+        procs.append(fourth)
+        tl.wait_for(lambda: "threads run as host tasks" in sched.log_path.read_text(), 10, what="the refusal")
+        assert "vcpus=threads(3)" in listing(), listing()
+        tl.kill_proc(first[0])
+        tl.wait_for(lambda: "every thread has a vCPU" in sched.log_path.read_text(), 10, what="the fourth thread placed")
+        assert "vcpus=threads(3)" in listing(), listing()
+        sched.check_running()
+    assert abs(s["t"] - 0.75) <= 0.05 and abs(s["x"] - 0.25) <= 0.05, f"budgets 3 x 25% and 25%: {s}"
+    log = sched.log_path.read_text()
+    assert "U1(1)" in log, "the refusal gives the test's numbers"
+
+
 @pytest.mark.parametrize("text,msg", [
     ("cpus = \"0\"\n[[vm]]\n", "missing field"),
     ("cpus = \"0\"\ninitial_temperature = 5\n[[vm]]\nname = \"x\"\ncgroup = \"x\"\ncriticality = \"LO\"\n"
      "c_opt_ms = 150\nperiod_ms = 100\nvcpus = 1\n", "c_opt"),
-    ("cpus = \"0\"\ninitial_temperature = 5\n[[vm]]\nname = \"x\"\ncgroup = \"x\"\ncriticality = \"LO\"\n"
-     "type = 2\nvcpus = \"threads\"\n", "threads"),
+    ("cpus = \"0\"\ninitial_temperature = 5\n[[vm]]\nname = \"x#1\"\ncgroup = \"x\"\ncriticality = \"LO\"\n"
+     "type = 2\nvcpus = \"threads\"\n", "name must be"),
     ("cpus = \"999\"\ninitial_temperature = 5\n", "does not have"),
 ])
 def test_bad_vm_file_refused(text, msg):

@@ -135,6 +135,20 @@ pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {
     Ok(out)
 }
 
+/// The thread ids in the cgroup `dir` and every cgroup below it (each
+/// cgroup's `cgroup.threads`), sorted. Cgroups that vanish during the walk,
+/// or a `dir` that does not exist, give no threads.
+pub fn threads_below(dir: &Path) -> Vec<u32> {
+    let mut tids = Vec::new();
+    for cg in walk(dir).unwrap_or_default() {
+        let Ok(text) = fs::read_to_string(dir.join(&cg.rel).join("cgroup.threads")) else { continue };
+        tids.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+    }
+    tids.sort_unstable();
+    tids.dedup();
+    tids
+}
+
 /// cgroups under `root` whose path matches `rules` (their descendants are BE
 /// too, which the BPF side resolves by walking ancestors).
 pub fn scan(root: &Path, rules: &BeRules) -> Result<Vec<Cgroup>> {
@@ -296,6 +310,19 @@ mod tests {
         assert!(!r.matches("system.slice"));
         // descendants are resolved on the BPF side, not by the pattern
         assert!(!r.matches("kubepods/besteffort/pod1"));
+    }
+
+    #[test]
+    fn threads_below_reads_the_whole_subtree() {
+        let dir = std::env::temp_dir().join(format!("schedbe-threads-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("libvirt/vcpu0")).unwrap();
+        fs::write(dir.join("cgroup.threads"), "12\n7\n").unwrap();
+        fs::write(dir.join("libvirt/vcpu0/cgroup.threads"), "30\n").unwrap();
+        // libvirt/ has no cgroup.threads: skipped, as a cgroup that vanished
+        assert_eq!(threads_below(&dir), vec![7, 12, 30]);
+        assert!(threads_below(&dir.join("gone")).is_empty());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

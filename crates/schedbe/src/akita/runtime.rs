@@ -44,10 +44,30 @@ pub struct StatsOut {
 /// An admitted VM.
 struct Vm {
     spec: VmSpec,
+    /// With `vcpus = N`: its servers are base .. base+N-1.
     vcpus: u32,
     base: u32,
+    /// With `vcpus = "threads"`: one server per thread, admitted as they appear.
+    threads: Option<Threads>,
     /// Whether its cgroup was there at the last rescan (for the log).
     present: Option<bool>,
+}
+
+/// The vCPUs of a VM with `vcpus = "threads"`: each thread in its cgroup
+/// (and below) is a vCPU of its own, placed first-fit when the daemon first
+/// sees it and removed when it exits.
+#[derive(Default)]
+struct Threads {
+    /// Admitted thread (tid, as BPF sees p->pid) -> its server id.
+    admitted: BTreeMap<u32, u32>,
+    /// Threads the EDF-VD test (or a limit) refused at the last rescan: host
+    /// tasks, tried again at every rescan.
+    refused: usize,
+}
+
+/// A thread's vCPU in the placement: VM names cannot contain '#'.
+fn thread_key(vm: &str, tid: u32) -> String {
+    format!("{vm}#{tid}")
 }
 
 pub struct Runtime<'a> {
@@ -97,31 +117,46 @@ pub(super) fn read<T: Copy>(v: &[u8]) -> Option<T> {
 /// Place a VM first-fit and give it server ids, or say why not (the
 /// EDF-VD test's numbers on every CPU tried); nothing changes on refusal.
 fn admit(placement: &mut Placement, ids: &mut Ids, spec: &VmSpec) -> Result<Vm, String> {
-    let Vcpus::Count(n) = spec.vcpus else {
-        return Err(format!("vm {:?} refused: vcpus = \"threads\" is not supported at run time", spec.name));
+    let n = match spec.vcpus {
+        Vcpus::Count(n) => n,
+        Vcpus::Threads => {
+            // The name and its `cpus` are checked now; the vCPUs come one per thread.
+            let req = VmRequest { name: &spec.name, server: spec.server, vcpus: 0, cpus: spec.cpus.as_deref() };
+            placement.add_vm(&req).map_err(|e| e.to_string())?;
+            info!("vm {:?} ({}, /{}): one vCPU per thread, placed as they appear", spec.name, spec.server.crit(), spec.cgroup);
+            return Ok(Vm { spec: spec.clone(), vcpus: 0, base: 0, threads: Some(Threads::default()), present: None });
+        }
     };
     let req = VmRequest { name: &spec.name, server: spec.server, vcpus: n, cpus: spec.cpus.as_deref() };
-    let cpus = placement.add_vm(&req).map_err(|e| e.to_string())?;
+    let (base, cpus) = place(placement, ids, &req)?;
+    info!("vm {:?} ({}, /{}): vCPUs on CPUs {:?}", spec.name, spec.server.crit(), spec.cgroup, cpus);
+    Ok(Vm { spec: spec.clone(), vcpus: n, base, threads: None, present: None })
+}
+
+/// Place thread `tid` of a `vcpus = "threads"` VM as a vCPU of its own: its server id.
+fn admit_thread(placement: &mut Placement, ids: &mut Ids, spec: &VmSpec, tid: u32) -> Result<u32, String> {
+    let key = thread_key(&spec.name, tid);
+    let req = VmRequest { name: &key, server: spec.server, vcpus: 1, cpus: spec.cpus.as_deref() };
+    place(placement, ids, &req).map(|(sid, _)| sid)
+}
+
+/// First-fit `req`'s vCPUs within the BPF side's limits: its first server
+/// id and the CPU of each vCPU; nothing changes on refusal.
+fn place(placement: &mut Placement, ids: &mut Ids, req: &VmRequest) -> Result<(u32, Vec<u32>), String> {
+    let cpus = placement.add_vm(req).map_err(|e| e.to_string())?;
     if let Some(s) = placement.slots().iter().find(|s| s.vcpus.len() > MAX_PER_CPU) {
         let cpu = s.cpu;
-        placement.remove_vm(&spec.name);
-        return Err(format!("vm {:?} refused: CPU {cpu} would have more than {MAX_PER_CPU} vCPUs", spec.name));
+        placement.remove_vm(req.name);
+        return Err(format!("vm {:?} refused: CPU {cpu} would have more than {MAX_PER_CPU} vCPUs", req.name));
     }
-    let Some(base) = ids.alloc(n as usize) else {
-        placement.remove_vm(&spec.name);
-        return Err(format!("vm {:?} refused: more than {} vCPUs in all", spec.name, servers::MAX_SERVERS));
+    let Some(base) = ids.alloc(req.vcpus as usize) else {
+        placement.remove_vm(req.name);
+        return Err(format!("vm {:?} refused: more than {} vCPUs in all", req.name, servers::MAX_SERVERS));
     };
-    info!("vm {:?} ({}, /{}): vCPUs on CPUs {:?}", spec.name, spec.server.crit(), spec.cgroup, cpus);
-    Ok(Vm { spec: spec.clone(), vcpus: n, base, present: None })
+    Ok((base, cpus))
 }
 
 fn check_supported(cfg: &AkitaConfig, online: &[u32]) -> Result<()> {
-    if let Some(vm) = cfg.vms.iter().find(|v| v.vcpus == Vcpus::Threads) {
-        bail!(
-            "vm {:?}: vcpus = \"threads\" is not supported by `schedbe run --policy akita` yet; give it a number of vCPUs",
-            vm.name
-        );
-    }
     let missing: Vec<u32> = cfg.cpus.iter().copied().filter(|c| !online.contains(c)).collect();
     if !missing.is_empty() {
         bail!("cpus lists CPUs this machine does not have: {:?} (it has {})", missing, super::cpus::format(online));
@@ -192,9 +227,20 @@ impl<'a> Runtime<'a> {
         Ok(rt)
     }
 
-    /// The VM table's names and id ranges, for servers::plan.
+    /// The placement's names (VMs, and threads of `vcpus = "threads"` VMs)
+    /// with their first server id and VM index, for servers::plan.
     fn bases(&self) -> BTreeMap<String, (u32, u32)> {
-        (0u32..).zip(&self.vms).filter_map(|(i, v)| v.as_ref().map(|v| (v.spec.name.clone(), (v.base, i)))).collect()
+        let mut out = BTreeMap::new();
+        for (i, vm) in (0u32..).zip(&self.vms) {
+            let Some(vm) = vm else { continue };
+            match &vm.threads {
+                None => {
+                    out.insert(vm.spec.name.clone(), (vm.base, i));
+                }
+                Some(th) => out.extend(th.admitted.iter().map(|(&tid, &sid)| (thread_key(&vm.spec.name, tid), (sid, i)))),
+            }
+        }
+        out
     }
 
     /// Write every server whose parameters changed (a new generation resets
@@ -287,6 +333,10 @@ impl<'a> Runtime<'a> {
                 info!("vm {:?}: cgroup /{} found", vm.spec.name, vm.spec.cgroup);
             }
             vm.present = Some(true);
+            if vm.threads.is_some() {
+                want.insert(id, (0, 0)); // nr 0: each thread by vm_threads
+                continue;
+            }
             let mut per_vcpu = Vec::new();
             for k in 0..vm.vcpus {
                 let sub = ["libvirt/vcpu", "vcpu"].iter().find_map(|p| schedbe_cgroup::cgroup_id(&dir.join(format!("{p}{k}"))));
@@ -319,6 +369,7 @@ impl<'a> Runtime<'a> {
             changed = true;
         }
         self.cgrps = want;
+        changed |= self.sync_threads()?;
 
         let be_changed = crate::be_sync::sync_tree(&self.skel.maps.be_cgroups, Path::new(CGROUP_ROOT), &self.rules, &mut self.be_ids)?;
         let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
@@ -329,6 +380,61 @@ impl<'a> Runtime<'a> {
             bss.akita_gen = bss.akita_gen.wrapping_add(1);
         }
         Ok(())
+    }
+
+    /// One vCPU per thread of each `vcpus = "threads"` VM whose cgroup is
+    /// there: admit the threads that appeared (each first-fit on its own;
+    /// a refused one stays a host task and is tried again next time), drop
+    /// the ones that exited. Returns whether vm_threads changed.
+    fn sync_threads(&mut self) -> Result<bool> {
+        let root = Path::new(CGROUP_ROOT);
+        let (mut added, mut gone) = (Vec::new(), Vec::new());
+        for vm in self.vms.iter_mut().flatten() {
+            let Some(th) = vm.threads.as_mut() else { continue };
+            let now = if vm.present == Some(true) { schedbe_cgroup::threads_below(&root.join(&vm.spec.cgroup)) } else { Vec::new() };
+            let exited: Vec<u32> = th.admitted.keys().copied().filter(|t| now.binary_search(t).is_err()).collect();
+            for tid in &exited {
+                th.admitted.remove(tid);
+                self.placement.remove_vm(&thread_key(&vm.spec.name, *tid));
+            }
+            let mut refused = Vec::new();
+            let mut new = 0;
+            let unplaced: Vec<u32> = now.iter().copied().filter(|t| !th.admitted.contains_key(t)).collect();
+            for tid in unplaced {
+                match admit_thread(&mut self.placement, &mut self.ids, &vm.spec, tid) {
+                    Ok(sid) => {
+                        th.admitted.insert(tid, sid);
+                        added.push((tid, sid));
+                        new += 1;
+                    }
+                    Err(e) => refused.push(e),
+                }
+            }
+            if new > 0 || !exited.is_empty() {
+                info!("vm {:?}: {new} threads placed, {} exited; {} vCPUs", vm.spec.name, exited.len(), th.admitted.len());
+            }
+            if refused.len() != th.refused {
+                match refused.first() {
+                    Some(first) => warn!("vm {:?}: {} threads run as host tasks: {first}", vm.spec.name, refused.len()),
+                    None => info!("vm {:?}: every thread has a vCPU", vm.spec.name),
+                }
+                th.refused = refused.len();
+            }
+            gone.extend(exited);
+        }
+        if added.is_empty() && gone.is_empty() {
+            return Ok(false);
+        }
+        // An exited thread's entry goes before its server is drained; a new
+        // server is written (valid) before its thread's entry points at it.
+        for tid in &gone {
+            let _ = self.skel.maps.vm_threads.delete(&tid.to_ne_bytes());
+        }
+        self.sync_servers()?;
+        for (tid, sid) in &added {
+            self.skel.maps.vm_threads.update(&tid.to_ne_bytes(), &sid.to_ne_bytes(), MapFlags::ANY).context("cannot update vm_threads")?;
+        }
+        Ok(true)
     }
 
     /// Every server's and CPU's counters now.
@@ -353,17 +459,20 @@ impl<'a> Runtime<'a> {
     }
 
     fn vm_table(&self) -> Vec<report::VmInfo> {
-        self.vms
-            .iter()
-            .flatten()
-            .map(|v| report::VmInfo {
-                name: v.spec.name.clone(),
-                crit: v.spec.server.crit(),
-                servers: (v.base..v.base + v.vcpus).collect(),
-                cpus: self.placement.vm_cpus(&v.spec.name).unwrap_or_default().to_vec(),
-                server: v.spec.server,
-            })
-            .collect()
+        self.vms.iter().flatten().map(|v| self.vm_info(v)).collect()
+    }
+
+    /// A VM's servers and the CPU of each, for stats and `list`.
+    fn vm_info(&self, v: &Vm) -> report::VmInfo {
+        let (servers, cpus) = match &v.threads {
+            None => ((v.base..v.base + v.vcpus).collect(), self.placement.vm_cpus(&v.spec.name).unwrap_or_default().to_vec()),
+            Some(th) => th
+                .admitted
+                .iter()
+                .map(|(&tid, &sid)| (sid, self.placement.vm_cpus(&thread_key(&v.spec.name, tid)).and_then(|c| c.first().copied()).unwrap_or(0)))
+                .unzip(),
+        };
+        report::VmInfo { name: v.spec.name.clone(), crit: v.spec.server.crit(), servers, cpus, server: v.spec.server }
     }
 
     /// `schedbe akita add`: admit the `[[vm]]` tables of `toml`, all or none.
@@ -400,6 +509,12 @@ impl<'a> Runtime<'a> {
             bail!("no VM named {name:?}");
         };
         self.placement.remove_vm(name);
+        if let Some(th) = self.vms[i].as_ref().and_then(|v| v.threads.as_ref()) {
+            for &tid in th.admitted.keys() {
+                self.placement.remove_vm(&thread_key(name, tid));
+                let _ = self.skel.maps.vm_threads.delete(&tid.to_ne_bytes());
+            }
+        }
         self.vms[i] = None;
         self.rescan()?;
         self.sync_servers()?;
@@ -409,8 +524,12 @@ impl<'a> Runtime<'a> {
     fn list(&self) -> String {
         let mut out = Vec::new();
         for v in self.vms.iter().flatten() {
-            let cpus = self.placement.vm_cpus(&v.spec.name).unwrap_or_default();
-            out.push(format!("{} {} /{} vcpus={} cpus={:?}", v.spec.name, v.spec.server.crit(), v.spec.cgroup, v.vcpus, cpus));
+            let vcpus = match &v.threads {
+                None => v.vcpus.to_string(),
+                Some(th) => format!("threads({})", th.admitted.len()),
+            };
+            let cpus = self.vm_info(v).cpus;
+            out.push(format!("{} {} /{} vcpus={vcpus} cpus={cpus:?}", v.spec.name, v.spec.server.crit(), v.spec.cgroup));
         }
         if out.is_empty() {
             "no VMs".to_string()
@@ -478,6 +597,7 @@ impl<'a> Runtime<'a> {
                 if let Err(e) = self.rescan() {
                     warn!("cgroup rescan failed: {e:#}");
                 }
+                table = self.vm_table(); // threads come and go
                 if let Err(e) = self.drain() {
                     warn!("draining removed servers failed: {e:#}");
                 }

@@ -7,8 +7,10 @@
  * a period T, placed on one CPU by userspace (first-fit under the EDF-VD
  * test, akita/placement.rs). A vCPU's tasks are its threads: those of a
  * libvirt vcpuK sub-cgroup, or thread tid of the VM cgroup on server
- * tid % vcpus (vm_cgrps). Every other task is a host task, or BE by the
- * shared tier rules (tier.bpf.h).
+ * tid % vcpus (vm_cgrps), or, for a VM with vcpus = "threads", the server
+ * userspace admitted for that thread (vm_threads; a thread not admitted yet,
+ * or refused by the EDF-VD test, is a host task). Every other task is a host
+ * task, or BE by the shared tier rules (tier.bpf.h).
  *
  * What a CPU runs, best first (enum AKITA_RANK_*):
  *   1. active vCPUs placed on it, earliest deadline first; in HI mode the
@@ -49,9 +51,9 @@
  *            server (next_event), and a server queued later kicks it.
  *
  * Who writes what: userspace writes akita_servers (per server), akita_cpus
- * (the servers of each CPU) and vm_cgrps, and bumps akita_gen after any
- * change; BPF writes akita_srun and akita_crun, each only from the CPU the
- * state belongs to (a server's state from its CPU), so they need no locks.
+ * (the servers of each CPU), vm_cgrps and vm_threads, and bumps akita_gen
+ * after any change; BPF writes akita_srun and akita_crun, each only from the
+ * CPU the state belongs to (a server's state from its CPU), so they need no locks.
  * Enqueue on another CPU only reads them, to decide whether to kick.
  *
  * Shared with the SCHED_BE policy: tier_cache.bpf.h (BE rules),
@@ -126,6 +128,18 @@ struct {
 	__type(value, struct akita_vm_cgrp);
 } vm_cgrps SEC(".maps");
 
+/*
+ * The threads of VMs with vcpus = "threads" (vm_cgrps nr == 0): tid -> the
+ * server userspace admitted for it. A server is written valid before its
+ * thread's entry, so a lookup never finds a server that is not there yet.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AKITA_MAX_SERVERS);
+	__type(key, u32);	/* tid */
+	__type(value, u32);	/* server id */
+} vm_threads SEC(".maps");
+
 struct task_ctx {
 	u64 run_start;		/* start of the stint being charged */
 	u64 wake_at;		/* ops.runnable: CPU access latency starts */
@@ -168,6 +182,15 @@ static __always_inline struct akita_cpu_run *crun(s32 cpu)
 
 static __always_inline u64 server_dsq(s32 sid) { return AKITA_SERVER_DSQ_BASE + sid; }
 
+/* A thread of a vcpus = "threads" VM: its own server, or -1 (a host task) until admitted. */
+static s32 thread_server(struct task_struct *p)
+{
+	u32 tid = p->pid, *sid;
+
+	sid = bpf_map_lookup_elem(&vm_threads, &tid);
+	return sid ? (s32)*sid : -1;
+}
+
 /*
  * The server @p's cgroup puts it on: the deepest ancestor-or-self in
  * vm_cgrps (a libvirt vcpuK cgroup lies below its VM's cgroup). -1: none.
@@ -192,7 +215,7 @@ static s32 vm_server_of(struct task_struct *p)
 		id = BPF_CORE_READ(anc, kn, id);
 		v = bpf_map_lookup_elem(&vm_cgrps, &id);
 		if (v)
-			return v->base + (v->nr > 1 ? (u32)p->pid % v->nr : 0);
+			return v->nr ? v->base + (v->nr > 1 ? (u32)p->pid % v->nr : 0) : thread_server(p);
 	}
 	return -1;
 }

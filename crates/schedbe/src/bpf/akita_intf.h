@@ -54,7 +54,7 @@ struct akita_cpu_conf {
 /* A VM cgroup (or a libvirt vcpuK cgroup): its tasks belong to servers base .. base+nr-1. */
 struct akita_vm_cgrp {
 	u32 base;
-	u32 nr;			/* >1: thread tid goes to server base + tid % nr */
+	u32 nr;			/* >1: thread tid goes to server base + tid % nr; 0: vcpus = "threads", by vm_threads */
 };
 
 /* A server's run-time state and counters, written by BPF only (on the server's CPU). */
