@@ -434,8 +434,10 @@ class Schedbe:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            where = self.threads_report()
             self.kill()
-            raise SchedbeError(f"schedbe did not exit within {timeout}s of SIGINT:\n{self.log_tail()}")
+            raise SchedbeError(f"schedbe did not exit within {timeout}s of SIGINT (sched_ext {scx_state()}):\n"
+                               f"{where}\n{self.log_tail()}")
         finally:
             self.logf.close()
         wait_for(lambda: scx_state() == "disabled", 30, what="sched_ext state disabled")
@@ -443,6 +445,23 @@ class Schedbe:
         if rc != 0:
             raise SchedbeError(f"schedbe exited with {rc}:\n{self.log_tail()}")
         return rc
+
+    def threads_report(self):
+        """Where each of the daemon's threads is: state, CPU, wchan and kernel
+        stack (for a daemon that does not exit: what it waits for)."""
+        out = []
+        for t in sorted(Path(f"/proc/{self.proc.pid}/task").glob("*")):
+            def rd(name):
+                try:
+                    return (t / name).read_text(errors="replace").strip()
+                except OSError as e:
+                    return f"({e.strerror})"
+            stat = rd("stat")
+            fields = stat.rsplit(")", 1)[-1].split()
+            state, cpu = (fields[0], fields[36]) if len(fields) > 36 else ("?", "?")
+            out.append(f"thread {t.name} {rd('comm')}: state {state} cpu {cpu} wchan {rd('wchan')}\n  "
+                       + rd("stack").replace("\n", "\n  "))
+        return "\n".join(out)
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:

@@ -404,6 +404,7 @@ impl<'a> Scheduler<'a> {
             t.guard_ns += s.guard_ns;
             t.requeued_lc += s.requeued_lc;
             t.freeze_boosts += s.freeze_boosts;
+            t.rcu_boosts += s.rcu_boosts;
             t.starved_reports += s.starved_reports;
             t.rt_evacuations += s.rt_evacuations;
             t.rt_rescues += s.rt_rescues;
@@ -441,6 +442,7 @@ impl<'a> Scheduler<'a> {
             guard_ms: t.guard_ns as f64 / 1e6,
             requeued_lc: t.requeued_lc,
             freeze_boosts: t.freeze_boosts,
+            rcu_boosts: t.rcu_boosts,
             starved_reports: t.starved_reports,
             rt_evacuations: t.rt_evacuations,
             rt_rescues: t.rt_rescues,

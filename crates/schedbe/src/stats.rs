@@ -70,6 +70,9 @@ pub struct Metrics {
     pub requeued_lc: u64,
     #[stat(desc = "BE tasks run as LC to reach the freezer trap (parking)")]
     pub freeze_boosts: u64,
+    #[stat(desc = "Tasks preempted inside an RCU read-side section, queued at the front (any tier)")]
+    #[serde(default)]
+    pub rcu_boosts: u64,
     #[stat(desc = "BE tasks reported starved beyond park_after_ms")]
     pub starved_reports: u64,
     #[stat(desc = "Local queues sent back to enqueue because an RT/DL task took the CPU")]
@@ -186,6 +189,7 @@ impl Metrics {
             guard_ms: self.guard_ms - prev.guard_ms,
             requeued_lc: self.requeued_lc - prev.requeued_lc,
             freeze_boosts: self.freeze_boosts - prev.freeze_boosts,
+            rcu_boosts: self.rcu_boosts - prev.rcu_boosts,
             starved_reports: self.starved_reports - prev.starved_reports,
             rt_evacuations: self.rt_evacuations - prev.rt_evacuations,
             rt_rescues: self.rt_rescues - prev.rt_rescues,

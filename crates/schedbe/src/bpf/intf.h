@@ -53,6 +53,7 @@ struct cpu_stats {
 	u64 guard_ns;		/* CPU time those guard slices took from LC */
 	u64 requeued_lc;	/* queued BE tasks found to be LC now (cpu.idle=0, moved, killed) */
 	u64 freeze_boosts;	/* BE tasks run as LC so they reach the freezer trap (parking) */
+	u64 rcu_boosts;		/* tasks preempted in an RCU read-side section, queued at the front (any tier) */
 	u64 starved_reports;	/* BE tasks reported to userspace as starved (park candidates) */
 	u64 rt_evacuations;	/* local queues sent back to enqueue: an RT/DL task took the CPU */
 	u64 rt_rescues;		/* local queues of CPUs held by RT/DL sent back from another CPU */

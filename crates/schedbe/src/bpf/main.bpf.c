@@ -82,6 +82,8 @@ UEI_DEFINE(uei);
 const volatile u64 lc_slice_ns = 5ULL * 1000 * 1000;
 const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
 const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
+/* the slice of a task preempted inside an RCU read-side section (task_in_rcu_read) */
+#define RCU_BOOST_SLICE_NS	(500ULL * 1000)
 const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
 const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
 const volatile u64 park_after_ns = 0;	/* 0: parking off */
@@ -142,6 +144,8 @@ struct task_ctx {
 	u8 tier_valid;
 	u8 guarded;		/* running on a guard slice */
 	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
+	u8 rcu_boost;		/* preempted in an RCU read-side section: front of the LC queue, short slice */
+	u64 rcu_debt;		/* LC vtime the boost skipped, charged back when it runs */
 	struct tier_memo memo;	/* the LC/BE rules' answer (tier_cache.bpf.h) */
 	struct lcw_memo lcw;	/* LC weight factor and batched load (lc_weight.bpf.h) */
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
@@ -189,9 +193,11 @@ static __always_inline bool sched_as_be(struct task_struct *p, struct task_ctx *
 static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 {
 	bool rule_be = tier_task_is_be_cached(p, &tctx->memo), freezing = rule_be && task_freezing(p);
-	u8 tier = rule_be && !freezing && !task_dying(p) ? TIER_BE : TIER_LC;
+	bool rcu = task_in_rcu_read(p);
+	u8 tier = rule_be && !freezing && !rcu && !task_dying(p) ? TIER_BE : TIER_LC;
 
 	tctx->freeze_boost = freezing;
+	tctx->rcu_boost = rcu;
 
 	if (tctx->tier_valid && tctx->tier != tier)
 		scx_bpf_task_set_dsq_vtime(p, tier == TIER_BE ? be_vtime_now : lc_vtime_now);
@@ -271,9 +277,12 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	u32 llc = llc_of(scx_bpf_task_cpu(p));
-	u64 vtime = p->scx.dsq_vtime, floor, now = bpf_ktime_get_ns();
+	u64 vtime, floor, now = bpf_ktime_get_ns();
 	s32 cpu, slot;
+	/* classify() first: a task that changes tier moves to the new tier's clock */
 	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
+
+	vtime = p->scx.dsq_vtime;
 
 	/*
 	 * Concurrency mode: back from a local queue without having run. Sent
@@ -305,8 +314,14 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 			STAT_ADD(freeze_boosts, 1);
 		/* A sleeper keeps at most one slice of credit. */
 		floor = lc_vtime_now - lc_slice_ns;
-		if (time_before(vtime, floor))
+		if (time_before(vtime, floor)) {
 			vtime = floor;
+		} else if (tctx && tctx->rcu_boost) {
+			/* RCU waits for it (task_state.bpf.h): the front now, its debt kept for later */
+			tctx->rcu_debt += vtime - floor;
+			vtime = floor;
+			STAT_ADD(rcu_boosts, 1);
+		}
 		lc_enqueue(p, llc, vtime, enq_flags);
 		return;
 	}
@@ -448,8 +463,11 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 		STAT_ADD(bw_conc_yields, 1);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
-	/* cpu.max: run no longer than the runtime the task's cgroups have left */
-	fit_slice(p, tctx, cpu, p->scx.slice);
+	/*
+	 * cpu.max: run no longer than the runtime the task's cgroups have left.
+	 * A task boosted out of an RCU read-side section needs only a moment.
+	 */
+	fit_slice(p, tctx, cpu, tctx->rcu_boost && p->scx.slice > RCU_BOOST_SLICE_NS ? RCU_BOOST_SLICE_NS : p->scx.slice);
 	if (tctx->tier == TIER_BE) {
 		struct cpu_cur *c = cpu_cur(cpu);
 
@@ -490,6 +508,11 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			bpf_cpumask_clear_cpu(cpu, be);
 		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
 			lc_vtime_now = p->scx.dsq_vtime;
+		/* after the clock and c->vtime: they follow the queue's front, which it was */
+		if (tctx->rcu_debt) {
+			scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + tctx->rcu_debt);
+			tctx->rcu_debt = 0;
+		}
 	}
 }
 

@@ -3,7 +3,8 @@
  * Task states every schedbe policy must honour, whatever tier or VM a task
  * is in: a dying task and a task on its way to the freezer trap must get to
  * run, or a killed BE task would exit only on guard slices and parking could
- * not land (see main.bpf.c, "parking").
+ * not land (see main.bpf.c, "parking"); a task preempted inside an RCU
+ * read-side critical section must get to run, or RCU stalls.
  */
 #ifndef __SCHEDBE_TASK_STATE_BPF_H
 #define __SCHEDBE_TASK_STATE_BPF_H
@@ -33,6 +34,28 @@ static __always_inline bool task_dying(struct task_struct *p)
 static __always_inline bool task_freezing(struct task_struct *p)
 {
 	return BPF_CORE_READ(p, jobctl) & SCHEDBE_JOBCTL_TRAP_FREEZE;
+}
+
+/*
+ * @p was preempted inside an RCU read-side critical section (PREEMPT_RCU):
+ * every grace period, and all that waits for one (synchronize_rcu(), and
+ * unloading this scheduler), waits until @p runs again. The kernel's remedy,
+ * RCU priority boosting, is often not built (Debian's kernels lack
+ * CONFIG_RCU_BOOST): a task of a weight-1 cgroup preempted so next to
+ * weight-10000 hogs stalled RCU for over a minute, and `schedbe run` could
+ * not unload. So such a task runs soon, whatever its tier or weight.
+ *
+ * The test is rcu_blocked_node, set by rcu_note_context_switch() when a
+ * reader is switched out and cleared when it leaves the section, not
+ * rcu_read_lock_nesting: for the task being switched out, which is current,
+ * the nesting count includes the rcu_read_lock() the BPF trampoline holds
+ * around this very program.
+ */
+static __always_inline bool task_in_rcu_read(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->rcu_blocked_node))
+		return false;	/* no preemptible RCU: readers are never preempted */
+	return BPF_CORE_READ(p, rcu_blocked_node) != NULL;
 }
 
 #endif /* __SCHEDBE_TASK_STATE_BPF_H */
