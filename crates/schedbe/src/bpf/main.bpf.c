@@ -265,8 +265,9 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 	 * A task of a throttled cgroup goes through ops.enqueue, which holds it;
 	 * one whose cgroup is on its concurrency cap waits in its run queue.
 	 */
-	if (bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0 &&
-	    bw_conc_take(p, &tctx->bw, bpf_ktime_get_ns())) {
+	if (!bw_on ||
+	    (bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0 &&
+	     bw_conc_take(p, &tctx->bw, bpf_ktime_get_ns()))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, 0);
 		STAT_ADD(lc_direct, 1);
 	}
@@ -353,7 +354,8 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now);
  */
 static void fit_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 slice_ns)
 {
-	u64 left = bw_runtime_left(p, &tctx->bw, bpf_ktime_get_ns());
+	/* no cpu.max anywhere (the common case): no clock read */
+	u64 left = bw_on ? bw_runtime_left(p, &tctx->bw, bpf_ktime_get_ns()) : (u64)-1;
 
 	if (left >= slice_ns) {
 		if (p->scx.slice != slice_ns)
@@ -504,7 +506,8 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			c->tier = TIER_LC;
 		}
 		resv_start(resv_task_slot(p, &tctx->resv), &tctx->resv.held, c);
-		if (be)
+		/* read before write: the mask is shared by every CPU, and is mostly clear */
+		if (be && bpf_cpumask_test_cpu(cpu, cast_mask(be)))
 			bpf_cpumask_clear_cpu(cpu, be);
 		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
 			lc_vtime_now = p->scx.dsq_vtime;
@@ -549,13 +552,15 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *tctx = task_ctx(p);
 	struct bpf_cpumask *be = be_cpus;
 	u64 now = bpf_ktime_get_ns();
+	s32 cpu;
 
 	if (!tctx)
 		return;
-	if (be)
-		bpf_cpumask_clear_cpu(scx_bpf_task_cpu(p), be);
+	cpu = scx_bpf_task_cpu(p);
+	if (be && bpf_cpumask_test_cpu(cpu, cast_mask(be)))	/* read before write (ops.running) */
+		bpf_cpumask_clear_cpu(cpu, be);
 	if (tctx->resv.held)
-		resv_stop(&tctx->resv.held, cpu_cur(scx_bpf_task_cpu(p)));
+		resv_stop(&tctx->resv.held, cpu_cur(cpu));
 	charge(p, tctx, now);
 	/*
 	 * Concurrency mode: the tokens go back once this CPU has switched away
