@@ -374,6 +374,21 @@ def share(pid, window, t0=None):
 
 # ------------------------------------------------------------------ the scheduler
 
+def read_shared(path):
+    """A log's text so far ("" before it exists). Logs are on the host-shared
+    results directory, where a read fails now and then with ENODATA while the
+    writer is appending (seen in CI): such a read is retried."""
+    for attempt in range(10):
+        try:
+            return path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        except OSError:
+            if attempt == 9:
+                raise
+            time.sleep(0.1)
+
+
 class SchedbeError(AssertionError):
     pass
 
@@ -389,12 +404,11 @@ class Schedbe:
         self.proc = None
         self.started_at = None
 
+    def log_text(self):
+        return read_shared(self.log_path)
+
     def log_tail(self, n=30):
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except FileNotFoundError:
-            return ""
-        return "\n".join(lines[-n:])
+        return "\n".join(self.log_text().splitlines()[-n:])
 
     def start(self):
         assert scx_state() == "disabled", f"a sched_ext scheduler is already loaded: {scx_ops()!r}"
@@ -484,19 +498,8 @@ class Schedbe:
 
 
 def all_stats(sched):
-    """Every JSON stats line `schedbe run --stats 1 --json` wrote, in order.
-    The log is on the host-shared results directory, where a read once
-    failed with ENODATA in CI while the daemon was writing: such a read is
-    retried."""
-    for attempt in range(5):
-        try:
-            text = sched.log_path.read_text()
-            break
-        except OSError:
-            if attempt == 4:
-                raise
-            time.sleep(0.2)
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    """Every JSON stats line `schedbe run --stats 1 --json` wrote, in order."""
+    return [json.loads(line) for line in sched.log_text().splitlines() if line.startswith("{")]
 
 
 def last_stats(sched):

@@ -14,7 +14,6 @@ shares are asserted within 0.05 of a CPU of the budget, equal LO shares
 within 10% of each other over the window.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -160,7 +159,7 @@ def test_stats_report_modes_and_budgets(procs):
             procs.append(tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/{n}"))
         time.sleep(6)
         sched.check_running()
-    rows = [json.loads(line) for line in sched.log_path.read_text().splitlines() if line.startswith("{")]
+    rows = tl.all_stats(sched)
     assert len(rows) >= 4, f"too few stats lines:\n{sched.log_tail()}"
     last = rows[-2]  # a whole interval with both VMs busy
     vms = {v["vm"]: v for v in last["vms"]}
@@ -244,7 +243,7 @@ def test_cgroup_removed_while_running(procs):
         time.sleep(2)
         s = shares(["gone"], 3)
         sched.check_running()
-    log = sched.log_path.read_text()
+    log = sched.log_text()
     assert "does not exist" in log and log.count("cgroup /" + BASE + "/gone found") >= 2, log[-2000:]
     assert s["gone"] > 0.8, f"a lone LO VM is work conserving: {s}"
 
@@ -276,14 +275,14 @@ def test_threads_vm_gets_a_vcpu_per_thread(procs):
         assert "t LO" in listing() and "vcpus=threads(3)" in listing(), listing()
         fourth = tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/t")
         procs.append(fourth)
-        tl.wait_for(lambda: "threads run as host tasks" in sched.log_path.read_text(), 10, what="the refusal")
+        tl.wait_for(lambda: "threads run as host tasks" in sched.log_text(), 10, what="the refusal")
         assert "vcpus=threads(3)" in listing(), listing()
         tl.kill_proc(first[0])
-        tl.wait_for(lambda: "every thread has a vCPU" in sched.log_path.read_text(), 10, what="the fourth thread placed")
+        tl.wait_for(lambda: "every thread has a vCPU" in sched.log_text(), 10, what="the fourth thread placed")
         assert "vcpus=threads(3)" in listing(), listing()
         sched.check_running()
     assert abs(s["t"] - 0.75) <= 0.05 and abs(s["x"] - 0.25) <= 0.05, f"budgets 3 x 25% and 25%: {s}"
-    log = sched.log_path.read_text()
+    log = sched.log_text()
     assert "U1(1)" in log, "the refusal gives the test's numbers"
 
 

@@ -71,10 +71,7 @@ class Pod:
         self.logf = None
 
     def log_tail(self, n=30):
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except FileNotFoundError:
-            return ""
+        return "\n".join(tl.read_shared(self.log_path).splitlines()[-n:])
 
     def start(self):
         assert tl.scx_state() == "disabled", f"a sched_ext scheduler is already loaded: {tl.scx_ops()!r}"
