@@ -464,8 +464,8 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("create output directory {}", out.display()))?;
     let pods = match (kind.scenario(), &cgroups) {
         (Some(s), Some(cg)) => {
-            let mut p = crate::kube_exp::apply(s, node_cpus, &cg.base, crate::kube_exp::TIMELINE_WINDOW)?;
-            p.run.node_cpu_list = cpus.iter().flatten().map(|&c| c as u32).collect();
+            let list: Vec<u32> = cpus.iter().flatten().map(|&c| c as u32).collect();
+            let p = crate::kube_exp::apply(s, node_cpus, &list, &cg.base, crate::kube_exp::TIMELINE_WINDOW)?;
             tracer_cmd.extend(p.tracer_args());
             Some(p)
         }

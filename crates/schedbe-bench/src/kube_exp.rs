@@ -114,9 +114,14 @@ fn under_cgroupfs(path: &Path) -> Result<String> {
     Ok(rel.display().to_string())
 }
 
-/// Build the two pods' tree under `root` (the harness's cgroup).
-pub fn apply(s: Scenario, node_cpus: usize, root: &Path, timeline_window: &str) -> Result<Pods> {
+/// Build the two pods' tree under `root` (the harness's cgroup) for a node
+/// of `node_cpus` CPUs: those of `node_cpu_list` when `--cpus` named them
+/// (then its length), else every CPU (an empty list).
+pub fn apply(s: Scenario, node_cpus: usize, node_cpu_list: &[u32], root: &Path, timeline_window: &str) -> Result<Pods> {
     check_node(node_cpus)?;
+    if !node_cpu_list.is_empty() && node_cpu_list.len() != node_cpus {
+        bail!("a node of {node_cpus} CPUs cannot be the CPUs {node_cpu_list:?}");
+    }
     let spec = spec(s, node_cpus);
     let plan = kubepods::plan(&spec, Driver::Systemd, WeightConversion::Linear, node_cpus as u64 * 1000)?;
     kubepods::apply(root, &plan).context("building the pods' cgroups")?;
@@ -129,7 +134,7 @@ pub fn apply(s: Scenario, node_cpus: usize, root: &Path, timeline_window: &str) 
     let (c1, c2) = (c(&spec.pods[0]), c(&spec.pods[1]));
     let run = PodRun {
         node_cpus,
-        node_cpu_list: Vec::new(),
+        node_cpu_list: node_cpu_list.to_vec(),
         service1_milli: c1.cpu_request.map_or(0, |m| m.0),
         service2_request_milli: c2.cpu_request.map_or(0, |m| m.0),
         service2_limit_milli: c2.cpu_limit.map(|m| m.0),

@@ -71,7 +71,7 @@ impl Default for Config {
             be_cgroups: Vec::new(),
             default_be_cgroups: true,
             lc_slice_us: 5_000,
-            lc_preempt_us: 1_000,
+            lc_preempt_us: 400,
             lc_preempt_min_us: 500,
             reservations: true,
             be_slice_us: 20_000,

@@ -130,7 +130,7 @@ struct RunArgs {
     /// LC time slice in µs [default 5000]
     #[arg(long)]
     lc_slice_us: Option<u64>,
-    /// LC wakeup preemption: a woken LC task this far (µs of virtual time) behind the LC task on a busy CPU preempts it; 0 turns it off [default 1000]
+    /// LC wakeup preemption: a woken LC task this far (µs of virtual time) behind the LC task on a busy CPU preempts it; 0 turns it off [default 400]
     #[arg(long)]
     lc_preempt_us: Option<u64>,
     /// Turn reservations off: a cgroup below its cpu.weight entitlement then waits for virtual time like any other (docs/design.md)

@@ -18,6 +18,7 @@ struct cpu_cur {
 	u64 weight;		/* its nice weight (~ its vtime rate) */
 	u64 resv_claim;		/* when a reservation wakeup claimed it as its victim; 0: none (resv.bpf.h) */
 	u32 resv_slot;		/* the running LC task's reservation slot; 0: none */
+	s32 pid;		/* the LC task ops.running last started here (stale once it stopped) */
 	u8 tier;		/* TIER_LC, TIER_BE; TIER_NONE while offline */
 };
 

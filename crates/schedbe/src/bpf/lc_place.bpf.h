@@ -19,7 +19,7 @@
  * at least this much virtual-time credit over the LC task on a CPU preempts
  * it, once that task has run lc_preempt_min_ns. 0: LC never preempts LC.
  */
-const volatile u64 lc_preempt_gran_ns = 1000ULL * 1000;
+const volatile u64 lc_preempt_gran_ns = 400ULL * 1000;
 const volatile u64 lc_preempt_min_ns = 500ULL * 1000;
 
 /*
@@ -86,6 +86,14 @@ static __always_inline u64 cur_vtime(struct cpu_cur *c, u64 now)
 	return c->vtime + ran * 100 / (c->weight ? c->weight : 1);
 }
 
+/* Whether CPU @cpu runs the task @pid now (an RCU read of its rq->curr). */
+static __always_inline bool lc_cur_is(s32 cpu, s32 pid)
+{
+	struct task_struct *curr = __COMPAT_scx_bpf_cpu_curr(cpu);
+
+	return curr && curr->pid == pid;
+}
+
 /*
  * LC over LC, as EEVDF does at wakeup: every allowed CPU runs LC, and @p
  * (queued with @vtime) woke with credit, i.e. it slept. If the LC task on
@@ -111,6 +119,14 @@ static void lc_wakeup_preempt(struct task_struct *p, u64 vtime)
 			continue;
 		/* signed: started_at may come from a CPU whose clock read is a bit ahead */
 		if (c->tier != TIER_LC || (s64)(now - c->started_at) < (s64)lc_preempt_min_ns)
+			continue;
+		/*
+		 * cpu_cur describes the last LC task that started there, and
+		 * nothing clears it when that task stops (a write per switch): the
+		 * CPU may run an RT task now, whose "LC task" looks far ahead and
+		 * would take the kick from a CPU where it preempts something.
+		 */
+		if (!lc_cur_is(cpu, c->pid))
 			continue;
 		v = cur_vtime(c, now);
 		if (time_before(best, v)) {

@@ -503,6 +503,7 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			c->vtime = p->scx.dsq_vtime;
 			c->started_at = tctx->started_at;
 			c->weight = p->scx.weight;	/* nice only: a cheap estimate is enough here */
+			c->pid = p->pid;
 			c->tier = TIER_LC;
 		}
 		resv_start(resv_task_slot(p, &tctx->resv), &tctx->resv.held, c);
