@@ -160,6 +160,11 @@ pub struct ExpArgs {
     /// Do not run scripts/plot.py
     #[arg(long)]
     pub no_plot: bool,
+    /// Count the scheduler's BPF programs over each run's LC-alone window
+    /// (kernel.bpf_stats_enabled, on for the experiment): BPF CPU % and
+    /// cost per call in the summary, per callback in bench.json
+    #[arg(long)]
+    pub bpf_stats: bool,
 }
 
 /// The schedulers a configuration may load: schedbe (`schedbe run`) and
@@ -505,6 +510,17 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     };
     let iters_per_us = calibration.as_ref().map(|c| c.iters_per_us).or(a.iters_per_us).unwrap_or(1.0);
     let exe = std::env::current_exe().context("cannot find this program (current_exe)")?;
+    // kept until the experiment ends; the sysctl's old value goes back on drop
+    let _bpf_stats = if a.bpf_stats {
+        if !crate::bpf_stats::available() {
+            bail!("--bpf-stats: this kernel has no kernel.bpf_stats_enabled");
+        }
+        let s = crate::bpf_stats::enable_stats().context("--bpf-stats (needs root)")?;
+        meta.notes.push("kernel.bpf_stats_enabled=1 for the whole experiment: BPF programs counted over each run's LC-alone window (the counting is in every timing)".into());
+        Some(s)
+    } else {
+        None
+    };
     let params = RunParams {
         experiment: kind.name().into(),
         util,
@@ -542,6 +558,7 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         tracer_cmd,
         peers_dir: a.sched.peers_dir.clone(),
         pods: pods.as_ref().map(|p| p.run.clone()),
+        bpf_stats: a.bpf_stats,
     };
     let mut params = params;
     if params.trace != TraceMode::Off {
@@ -655,6 +672,14 @@ fn print_table(aggs: &[ConfigAggregate]) {
             fmt_spread(&a.mean_after_ms, 2),
             fmt_spread(&a.be_iters_per_s, 1),
             fmt_spread(&a.inversion_pct, 4)
+        );
+    }
+    for a in aggs.iter().filter(|a| a.bpf_cpu_pct_lc_phase.is_some()) {
+        println!(
+            "{:<14} BPF {}% of CPU, {} ns per call (LC-alone window)",
+            a.config,
+            fmt_spread(&a.bpf_cpu_pct_lc_phase, 2),
+            fmt_spread(&a.bpf_ns_per_call_lc_phase, 0)
         );
     }
 }

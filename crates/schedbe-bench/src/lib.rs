@@ -38,6 +38,7 @@
 
 pub mod akita_exp;
 pub mod be;
+pub mod bpf_stats;
 pub mod cgroup;
 pub mod client;
 pub mod configs;

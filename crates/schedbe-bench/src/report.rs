@@ -60,6 +60,12 @@ pub struct ConfigAggregate {
     pub parts_before: PartsAggregate,
     #[serde(default)]
     pub parts_after: PartsAggregate,
+    /// --bpf-stats: the scheduler's BPF programs over the LC-alone window,
+    /// % of the CPUs and ns per call (all programs).
+    #[serde(default)]
+    pub bpf_cpu_pct_lc_phase: Option<Spread>,
+    #[serde(default)]
+    pub bpf_ns_per_call_lc_phase: Option<Spread>,
 }
 
 /// LatencyParts over repetitions (ms).
@@ -153,6 +159,8 @@ pub fn aggregate(configs: &[(String, String)], runs: &[RunOutcome]) -> Vec<Confi
                 unanswered: ok.iter().filter_map(|r| r.client.as_ref()).map(|c| c.unanswered).sum(),
                 parts_before: PartsAggregate::of(&ok, |r| &r.parts_before),
                 parts_after: PartsAggregate::of(&ok, |r| &r.parts_after),
+                bpf_cpu_pct_lc_phase: col(&ok, |r| r.bpf_lc_phase.as_ref().map(|b| b.cpu_pct)),
+                bpf_ns_per_call_lc_phase: col(&ok, |r| r.bpf_lc_phase.as_ref().filter(|b| b.calls > 0).map(|b| b.total_ns as f64 / b.calls as f64)),
             }
         })
         .collect()
@@ -314,6 +322,14 @@ pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAg
             fmt_spread(&a.client_lag_p99_ms, 2),
             a.unanswered
         );
+    }
+    if aggs.iter().any(|a| a.bpf_cpu_pct_lc_phase.is_some()) {
+        let _ = writeln!(m, "\nThe scheduler's BPF programs over the LC-alone window (--bpf-stats: run time and count of every program its process holds, from kernel.bpf_stats_enabled; per callback in bench.json, bpf_lc_phase):\n");
+        let _ = writeln!(m, "| config | BPF % of CPU | ns per call |");
+        let _ = writeln!(m, "|---|---|---|");
+        for a in aggs.iter().filter(|a| a.bpf_cpu_pct_lc_phase.is_some()) {
+            let _ = writeln!(m, "| {} | {} | {} |", a.config, fmt_spread(&a.bpf_cpu_pct_lc_phase, 2), fmt_spread(&a.bpf_ns_per_call_lc_phase, 0));
+        }
     }
     let _ = writeln!(m, "\nWhere the LC mean goes (ms, median over repetitions, before → after BE starts), from each request's timestamps: client send lag + wait until its worker starts it (earlier requests on the connection, the worker's wakeup, waiting for a CPU) + CPU time of the burn + time the worker was preempted while serving + reply delivery (the client's wakeup and read). In each run the parts add up to the mean latency; the sum column adds the medians.\n");
     let _ = writeln!(m, "| config | send lag | wait to start | CPU | preempted while serving | reply | sum |");

@@ -102,6 +102,10 @@ pub struct RunParams {
     /// the experiment built; nothing is written to them per configuration.
     #[serde(default)]
     pub pods: Option<crate::kube_exp::PodRun>,
+    /// Count the scheduler's BPF programs over the LC-alone phase
+    /// (kernel.bpf_stats_enabled, which the caller turned on).
+    #[serde(default)]
+    pub bpf_stats: bool,
 }
 
 impl RunParams {
@@ -211,6 +215,10 @@ pub struct RunOutcome {
     /// The Kubernetes experiments: the kernel's cpu.stat of each pod per phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_cpu_stat: Option<crate::kube_exp::PodsCpuStat>,
+    /// The scheduler's BPF programs over the LC-alone phase's measured
+    /// window (RunParams::bpf_stats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_lc_phase: Option<crate::bpf_stats::BpfCost>,
     pub warnings: Vec<String>,
     #[serde(skip)]
     pub records: Vec<Record>,
@@ -448,7 +456,19 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     let tr_be = if p.trace != TraceMode::Off { start_tracer(&p.tracer(), dir, "be", be_from, send_end, &mut o.warnings) } else { None };
     let mut be = None;
     let stat_t0 = if p.pods.is_some() { pods_at(t0) } else { None };
+    let bpf_window = match (p.bpf_stats, sched.as_ref()) {
+        (true, Some(s)) => {
+            sleep_until_ns(lc_from);
+            Some(crate::bpf_stats::Window::open(s.pid()))
+        }
+        _ => None,
+    };
     sleep_until_ns(be_start);
+    match bpf_window.map(|w| w.and_then(|w| w.close())) {
+        Some(Ok(c)) => o.bpf_lc_phase = Some(c),
+        Some(Err(e)) => o.warnings.push(format!("BPF stats: {e:#}")),
+        None => {}
+    }
     let stat_be = if p.pods.is_some() { pods_at(be_start) } else { None };
     if has_be {
         be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
@@ -674,6 +694,7 @@ pub fn tests_params() -> RunParams {
             tracer_cmd: vec![],
             peers_dir: None,
             pods: None,
+            bpf_stats: false,
         }
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bpf::BpfCost;
+use crate::bpf_stats::BpfCost;
 use super::workloads::Metric;
 use crate::report::{fmt_spread, Meta};
 use crate::stats::{spread, Spread};

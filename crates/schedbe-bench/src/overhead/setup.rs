@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::bpf::{self, StatsEnabled};
+use crate::bpf_stats::{self as bpf, StatsEnabled};
 use super::report::{self, Row, WorkloadRun};
 use super::workloads::{self, Workload};
 use crate::cgroup::Cgroups;
@@ -298,6 +298,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         tracer_cmd: vec![],
         peers_dir: a.sched.peers_dir.clone(),
         pods: None,
+        bpf_stats: bpf_stats.is_some(),
     };
     let params_md = vec![
         format!("repetitions: {reps}; workloads: {}", workloads.iter().map(|w| w.name()).collect::<Vec<_>>().join(", ")),

@@ -19,7 +19,7 @@ use super::model::{Group, Workload};
 use super::pool::{self, Sandbox};
 use super::trace::Request;
 use crate::kubepods::{self, ContainerSpec, Driver, LevelKind, MilliCpu, PodSpec, Spec, WeightConversion};
-use crate::overhead::bpf;
+use crate::bpf_stats as bpf;
 use crate::proc::{child_setup, log_file, Proc};
 use crate::scx::{self, SchedCmd, Scheduler};
 use crate::sys::{monotonic_ns, sleep_until_ns};

@@ -5,6 +5,10 @@
 //! (the kernel keeps 15 characters) come from BPF_OBJ_GET_INFO_BY_FD
 //! through libbpf-rs. Counting costs two clock reads per program run,
 //! which the measured workloads then include.
+//!
+//! Used by `bench overhead` (around each workload), the LC-server
+//! experiments' `--bpf-stats` (the LC-alone phase, runner.rs) and the
+//! serverless experiments.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -142,6 +146,28 @@ pub fn cost(before: &BTreeMap<u32, ProgStat>, after: &BTreeMap<u32, ProgStat>, n
         calls: cbs.iter().map(|c| c.calls).sum(),
         cpu_pct: if denom > 0.0 { 100.0 * total_ns as f64 / denom } else { 0.0 },
         callbacks: cbs,
+    }
+}
+
+/// The counters of one scheduler process between two instants.
+pub struct Window {
+    pid: u32,
+    start: std::time::Instant,
+    before: BTreeMap<u32, ProgStat>,
+}
+
+impl Window {
+    /// Start counting now (kernel.bpf_stats_enabled must be on).
+    pub fn open(pid: u32) -> Result<Window> {
+        Ok(Window { pid, start: std::time::Instant::now(), before: snapshot(pid)? })
+    }
+
+    /// The cost since open(), as a share of this process's CPUs (all of
+    /// them unless it is pinned).
+    pub fn close(self) -> Result<BpfCost> {
+        let after = snapshot(self.pid)?;
+        let ncpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Ok(cost(&self.before, &after, &names(), self.start.elapsed().as_secs_f64(), ncpus))
     }
 }
 
