@@ -48,6 +48,9 @@ pub struct Metrics {
     pub tick_yields: u64,
     #[stat(desc = "LC wakeups that preempted an LC task which had run its share (no CPU idle or running BE)")]
     pub lc_preempt: u64,
+    #[stat(desc = "Of lc_preempt: those of the CPU the wakeup ran on (no IPI)")]
+    #[serde(default)]
+    pub lc_preempt_local: u64,
     #[stat(desc = "Reservations: LC wakeups of a cgroup within its claim that preempted a cgroup above its fair share")]
     #[serde(default)]
     pub resv_preempt: u64,
@@ -178,6 +181,7 @@ impl Metrics {
             tick_yields: self.tick_yields - prev.tick_yields,
             running_yields: self.running_yields - prev.running_yields,
             lc_preempt: self.lc_preempt - prev.lc_preempt,
+            lc_preempt_local: self.lc_preempt_local - prev.lc_preempt_local,
             resv_preempt: self.resv_preempt - prev.resv_preempt,
             resv_groups: self.resv_groups,
             bw_conc_yields: self.bw_conc_yields - prev.bw_conc_yields,

@@ -66,6 +66,7 @@ struct cpu_stats {
 	u64 bw_conc_yields;	/* concurrency mode: a task got a CPU without its cgroups' tokens and gave it back */
 	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
 	u64 resv_preempt;	/* LC wakeup of a cgroup within its claim preempted one above its fair share */
+	u64 lc_preempt_local;	/* of lc_preempt: the CPU the wakeup ran on (no IPI) */
 };
 
 /* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */

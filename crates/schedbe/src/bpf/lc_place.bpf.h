@@ -15,7 +15,7 @@
 #define __SCHEDBE_LC_PLACE_BPF_H
 
 /*
- * LC wakeup preemption (see lc_wakeup_preempt()): a woken LC task that has
+ * LC wakeup preemption (see lc_preempt_victim()): a woken LC task that has
  * at least this much virtual-time credit over the LC task on a CPU preempts
  * it, once that task has run lc_preempt_min_ns. 0: LC never preempts LC.
  */
@@ -26,8 +26,14 @@ const volatile u64 lc_preempt_min_ns = 500ULL * 1000;
  * Full memory barrier. The entry check is a store-buffer pattern: the waker
  * queues LC then reads be_cpus; a CPU starting BE sets its be_cpus bit then
  * reads the LC queues. Without a full barrier on both sides each could miss
- * the other, and BE would run until the next tick with LC queued. A BPF
- * atomic with fetch is fully ordered (lock xadd on x86).
+ * the other. A BPF atomic with fetch is fully ordered (lock xadd on x86).
+ *
+ * What it cannot close: the kernel inserts a task that ops.enqueue queued
+ * only after ops.enqueue returns, so the waker's second look at be_cpus
+ * comes a moment before its task is in the queue. A CPU that sets its bit
+ * and reads the queues inside that moment misses it; the BE task it starts
+ * then yields at the next tick (ops.tick sees LC queued). The tracer
+ * measures what that costs (docs/results.md: none over 10 ms).
  */
 static u64 barrier_word;
 static __always_inline void full_barrier(void)
@@ -47,6 +53,21 @@ static bool lc_queued(void)
 }
 
 /*
+ * Whether a BE task was ever queued since load: until then no CPU can run BE,
+ * and the entry check (kfunc calls, a barrier) is skipped, which is all of
+ * its cost on a machine without BE. Set by the first BE enqueue, before that
+ * task can run; a waker that reads it a moment late misses a CPU that starts
+ * BE at that moment, the race described at full_barrier().
+ */
+static bool be_seen;
+
+static __always_inline void note_be_seen(void)
+{
+	if (!be_seen)
+		be_seen = true;	/* read first: the line stays shared once set */
+}
+
+/*
  * Take a CPU that runs BE and that @p may use out of be_cpus, preferring
  * @p's previous CPU (warm cache). Clearing the bit is the claim: concurrent
  * wakeups take different CPUs. -1 if there is none.
@@ -57,7 +78,7 @@ static s32 claim_be_cpu(struct task_struct *p)
 	s32 cpu, prev = scx_bpf_task_cpu(p);
 
 	/* no CPU runs BE (no BE at all, most often): one call instead of three */
-	if (!be || bpf_cpumask_empty(cast_mask(be)))
+	if (!be_seen || !be || bpf_cpumask_empty(cast_mask(be)))
 		return -1;
 	if (bpf_cpumask_test_cpu(prev, p->cpus_ptr) &&
 	    bpf_cpumask_test_and_clear_cpu(prev, be))
@@ -99,12 +120,21 @@ static __always_inline bool lc_cur_is(s32 cpu, s32 pid)
  * (queued with @vtime) woke with credit, i.e. it slept. If the LC task on
  * @p's previous CPU, or on one other CPU picked at random, is ahead of @p by
  * more than lc_preempt_gran_ns of virtual time and has run at least
- * lc_preempt_min_ns, that CPU is kicked: it stops its task and takes the
- * front of the LC queue. Without this a woken task waits for a slice to end
- * (5 ms), which is what a latency-sensitive sleeper behind CPU hogs sees.
- * Two candidates, not a scan: the cost stays constant with the CPU count.
+ * lc_preempt_min_ns, that CPU is the victim: it stops its task and runs @p
+ * (or the front of the LC queue). Without this a woken task waits for a
+ * slice to end (5 ms), which is what a latency-sensitive sleeper behind CPU
+ * hogs sees. Two candidates, not a scan: the cost stays constant with the
+ * CPU count.
+ *
+ * The CPU this wakeup runs on, when it is @p's CPU and qualifies, is taken
+ * without looking at the other: preempting it needs no IPI (see
+ * lc_enqueue()), where a remote kick is an IPI the other CPU answers when
+ * it can (under emulation 0.2-2 ms). EEVDF's wakeup preemption likewise
+ * looks only at the target run queue's current task.
+ *
+ * Returns the victim, or -1.
  */
-static void lc_wakeup_preempt(struct task_struct *p, u64 vtime)
+static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here)
 {
 	s32 cand[2] = { scx_bpf_task_cpu(p), bpf_get_prandom_u32() % scx_bpf_nr_cpu_ids() };
 	s32 victim = -1;
@@ -129,15 +159,27 @@ static void lc_wakeup_preempt(struct task_struct *p, u64 vtime)
 		if (!lc_cur_is(cpu, c->pid))
 			continue;
 		v = cur_vtime(c, now);
+		if (cpu == here && time_before(vtime + lc_preempt_gran_ns, v))
+			return here;	/* local: taken over a remote one further ahead */
 		if (time_before(best, v)) {
 			best = v;
 			victim = cpu;
 		}
 	}
-	if (victim >= 0) {
-		scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
-		STAT_ADD(lc_preempt, 1);
-	}
+	return victim;
+}
+
+/* Whether @p's wakeup may preempt an LC task (lc_preempt_victim()): it slept, and LC preemption is on. */
+static __always_inline bool lc_may_preempt(u64 vtime, u64 enq_flags)
+{
+	return lc_preempt_gran_ns && (enq_flags & SCX_ENQ_WAKEUP) && time_before(vtime, lc_vtime_now);
+}
+
+static __always_inline void count_lc_preempt(s32 victim, s32 here)
+{
+	STAT_ADD(lc_preempt, 1);
+	if (victim == here)
+		STAT_ADD(lc_preempt_local, 1);
 }
 
 /*
@@ -196,7 +238,8 @@ static __always_inline u32 lc_wakeup_slot(struct task_struct *p, u64 enq_flags)
 
 static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), resv_kick = -1;
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), resv_kick = -1, victim = -1, here;
+	bool preempt, looked = false;
 	u32 slot;
 
 	if (cpu >= 0) {
@@ -206,6 +249,8 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		return;
 	}
 	slot = lc_wakeup_slot(p, enq_flags);
+	preempt = lc_may_preempt(vtime, enq_flags);
+	here = bpf_get_smp_processor_id();
 	if (direct_entry() && lc_direct_ok(p)) {
 		cpu = claim_be_cpu(p);
 		if (cpu >= 0) {
@@ -228,20 +273,39 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 			}
 			resv_kick = cpu;
 		}
+		/*
+		 * LC over LC on this CPU: straight into its local queue, which
+		 * preempts its task with a flag set on the way out of this wakeup
+		 * (no IPI, no ops.dispatch), as EEVDF's wakeup preemption does.
+		 */
+		if (resv_kick < 0 && preempt) {
+			looked = true;
+			victim = lc_preempt_victim(p, vtime, here);
+			if (victim == here && scx_bpf_task_cpu(p) == here) {
+				/* the floored vtime, as the queue would have stored it (cpu_cur, charge) */
+				scx_bpf_task_set_dsq_vtime(p, vtime);
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
+				count_lc_preempt(victim, here);
+				return;
+			}
+		}
 		lc_direct_undo(p);
 	}
 	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
 	/*
 	 * A CPU may have started BE after claim_be_cpu() looked; it checks the
 	 * LC queues after setting its be_cpus bit (ops.running), we look again
-	 * after queueing: one of the two sees the other.
+	 * after queueing (full_barrier() says how far that goes). Never any BE:
+	 * nothing to look for.
 	 */
-	full_barrier();
-	cpu = claim_be_cpu(p);
-	if (cpu >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		note_preempt(cpu);
-		return;
+	if (be_seen) {
+		full_barrier();
+		cpu = claim_be_cpu(p);
+		if (cpu >= 0) {
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			note_preempt(cpu);
+			return;
+		}
 	}
 	/* reservations, a remote victim (or any before v7.1): kicked, it takes the LC queue's front */
 	if (resv_kick < 0 && slot && !direct_entry())
@@ -250,8 +314,15 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		scx_bpf_kick_cpu(resv_kick, SCX_KICK_PREEMPT);
 		return;
 	}
-	if (lc_preempt_gran_ns && (enq_flags & SCX_ENQ_WAKEUP) && time_before(vtime, lc_vtime_now))
-		lc_wakeup_preempt(p, vtime);
+	if (!preempt)
+		return;
+	/* the victim chosen above (not this CPU, or no direct insert here), else now */
+	if (!looked)
+		victim = lc_preempt_victim(p, vtime, here);
+	if (victim >= 0) {
+		scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
+		count_lc_preempt(victim, here);
+	}
 }
 
 /*

@@ -33,8 +33,9 @@
  *         hold across CPUs, not per runqueue.
  *  LC latency: an LC task that wakes with virtual-time credit (it slept)
  *         and finds every allowed CPU running LC preempts the LC task that
- *         is furthest ahead of it among two candidates, once that task has
- *         run lc_preempt_min_ns (lc_wakeup_preempt()); a synchronous wakeup
+ *         is furthest ahead of it among two candidates, the one of the CPU
+ *         the wakeup runs on first (no IPI), once that task has run
+ *         lc_preempt_min_ns (lc_preempt_victim()); a synchronous wakeup
  *         behind an LC waker that the kernel's picker placed on the
  *         waker's CPU stays there (sync_to_waker()).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
@@ -278,7 +279,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	u32 llc = llc_of(scx_bpf_task_cpu(p));
-	u64 vtime, floor, now = bpf_ktime_get_ns();
+	/* the clock only where cpu.max or BE needs it: an LC enqueue without limits reads none */
+	u64 vtime, floor, now = bw_on ? bpf_ktime_get_ns() : 0;
 	s32 cpu, slot;
 	/* classify() first: a task that changes tier moves to the new tier's clock */
 	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
@@ -297,7 +299,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	else if (tctx)
 		bw_conc_put(p, &tctx->bw, true);
 	/* cpu.max: a task of a throttled cgroup waits for the next period */
-	if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
+	if (tctx && now && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
 		bw_hold(p, slot, enq_flags, now);
 		return;
 	}
@@ -327,7 +329,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	tctx->enq_at = now;
+	note_be_seen();
+	tctx->enq_at = now ? now : bpf_ktime_get_ns();
 	if (!tctx->starve_since)
 		tctx->starve_since = tctx->enq_at;
 	floor = be_vtime_now - be_slice_ns;
@@ -491,6 +494,8 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 		}
 	} else {
 		struct cpu_cur *c = cpu_cur(cpu);
+		/* a set bit means this CPU's last task was BE (only ops.running of BE sets it, then dispatch keeps it) */
+		bool was_be = !c || c->tier == TIER_BE;
 		u64 t0;
 
 		if (c) {
@@ -508,7 +513,7 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 		}
 		resv_start(resv_task_slot(p, &tctx->resv), &tctx->resv.held, c);
 		/* read before write: the mask is shared by every CPU, and is mostly clear */
-		if (be && bpf_cpumask_test_cpu(cpu, cast_mask(be)))
+		if (was_be && be && bpf_cpumask_test_cpu(cpu, cast_mask(be)))
 			bpf_cpumask_clear_cpu(cpu, be);
 		if (time_before(lc_vtime_now, p->scx.dsq_vtime))
 			lc_vtime_now = p->scx.dsq_vtime;
@@ -558,7 +563,8 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 	if (!tctx)
 		return;
 	cpu = scx_bpf_task_cpu(p);
-	if (be && bpf_cpumask_test_cpu(cpu, cast_mask(be)))	/* read before write (ops.running) */
+	/* only a BE task's CPU has its bit set (ops.running); read before write */
+	if (tctx->tier == TIER_BE && be && bpf_cpumask_test_cpu(cpu, cast_mask(be)))
 		bpf_cpumask_clear_cpu(cpu, be);
 	if (tctx->resv.held)
 		resv_stop(&tctx->resv.held, cpu_cur(cpu));
@@ -662,7 +668,7 @@ void BPF_STRUCT_OPS(schedbe_cpu_offline, s32 cpu)
 	struct bpf_cpumask *be = be_cpus;
 	struct cpu_cur *c = cpu_cur(cpu);
 
-	/* never a preemption victim (lc_wakeup_preempt) until it runs a task again */
+	/* never a preemption victim (lc_preempt_victim) until it runs a task again */
 	if (c)
 		c->tier = TIER_NONE;
 

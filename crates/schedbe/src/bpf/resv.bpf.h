@@ -15,7 +15,7 @@
  * its cgroup within its claim, and finds no CPU idle or running BE,
  * preempts at once a task of a cgroup running on more CPUs than its fair
  * share, the one furthest above it (the waking CPU and the task's previous
- * CPU first). The vtime rule (lc_place.bpf.h, lc_wakeup_preempt) would make
+ * CPU first). The vtime rule (lc_place.bpf.h, lc_preempt_victim) would make
  * it wait for the victim's minimum run and a vtime lead, and might take the
  * CPU of its own cgroup's task: a pod below its request must not wait for
  * a pod above its own.
