@@ -470,7 +470,8 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
     let pods = match (kind.scenario(), &cgroups) {
         (Some(s), Some(cg)) => {
             let list: Vec<u32> = cpus.iter().flatten().map(|&c| c as u32).collect();
-            let p = crate::kube_exp::apply(s, node_cpus, &list, &cg.base, crate::kube_exp::TIMELINE_WINDOW)?;
+            let node = if list.is_empty() { crate::kube_exp::Node::Whole(node_cpus) } else { crate::kube_exp::Node::Cpus(&list) };
+            let p = crate::kube_exp::apply(s, node, &cg.base, crate::kube_exp::TIMELINE_WINDOW)?;
             tracer_cmd.extend(p.tracer_args());
             Some(p)
         }

@@ -114,14 +114,22 @@ fn under_cgroupfs(path: &Path) -> Result<String> {
     Ok(rel.display().to_string())
 }
 
-/// Build the two pods' tree under `root` (the harness's cgroup) for a node
-/// of `node_cpus` CPUs: those of `node_cpu_list` when `--cpus` named them
-/// (then its length), else every CPU (an empty list).
-pub fn apply(s: Scenario, node_cpus: usize, node_cpu_list: &[u32], root: &Path, timeline_window: &str) -> Result<Pods> {
+/// The node the pods run on.
+#[derive(Clone, Copy, Debug)]
+pub enum Node<'a> {
+    /// Every CPU of the machine, this many.
+    Whole(usize),
+    /// The CPUs `--cpus` named (the harness's client may be on others).
+    Cpus(&'a [u32]),
+}
+
+/// Build the two pods' tree under `root` (the harness's cgroup) for `node`.
+pub fn apply(s: Scenario, node: Node, root: &Path, timeline_window: &str) -> Result<Pods> {
+    let (node_cpus, node_cpu_list) = match node {
+        Node::Whole(n) => (n, &[][..]),
+        Node::Cpus(l) => (l.len(), l),
+    };
     check_node(node_cpus)?;
-    if !node_cpu_list.is_empty() && node_cpu_list.len() != node_cpus {
-        bail!("a node of {node_cpus} CPUs cannot be the CPUs {node_cpu_list:?}");
-    }
     let spec = spec(s, node_cpus);
     let plan = kubepods::plan(&spec, Driver::Systemd, WeightConversion::Linear, node_cpus as u64 * 1000)?;
     kubepods::apply(root, &plan).context("building the pods' cgroups")?;

@@ -33,6 +33,10 @@ pub struct Config {
     pub lc_preempt_us: u64,
     /// ... once that task has run this long.
     pub lc_preempt_min_us: u64,
+    /// The most virtual-time credit a sleeping LC task keeps when it wakes,
+    /// i.e. how far ahead of tasks that kept running it may be queued
+    /// (default: one LC slice).
+    pub lc_wake_credit_us: Option<u64>,
     /// Reservations (resv.rs): an LC wakeup of a cgroup that one more CPU
     /// keeps within its claim preempts, at once, a task of a cgroup running
     /// on more CPUs than its fair share.
@@ -73,6 +77,7 @@ impl Default for Config {
             lc_slice_us: 5_000,
             lc_preempt_us: 400,
             lc_preempt_min_us: 500,
+            lc_wake_credit_us: None,
             reservations: true,
             be_slice_us: 20_000,
             starvation_limit_ms: 5_000,
@@ -107,6 +112,9 @@ impl Config {
         check_range("lc_slice_us", self.lc_slice_us, 100, 100_000)?;
         check_range("lc_preempt_us", self.lc_preempt_us, 0, 100_000)?;
         check_range("lc_preempt_min_us", self.lc_preempt_min_us, 0, 100_000)?;
+        if let Some(c) = self.lc_wake_credit_us {
+            check_range("lc_wake_credit_us", c, 0, 100_000)?;
+        }
         check_range("be_slice_us", self.be_slice_us, 100, 1_000_000)?;
         check_range("guard_slice_us", self.guard_slice_us, 100, 20_000)?;
         check_range("starvation_limit_ms", self.starvation_limit_ms, 100, MAX_STARVATION_LIMIT_MS)?;
@@ -183,6 +191,11 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("lc_preempt_us"));
         let c: Config = toml::from_str("lc_preempt_min_us = 200000").unwrap();
         assert!(c.validate().unwrap_err().to_string().contains("lc_preempt_min_us"));
+        let c: Config = toml::from_str("lc_wake_credit_us = 1000").unwrap();
+        assert_eq!((c.lc_wake_credit_us, c.validate().is_ok()), (Some(1000), true));
+        assert_eq!(Config::default().lc_wake_credit_us, None, "one LC slice unless set");
+        let c: Config = toml::from_str("lc_wake_credit_us = 200000").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("lc_wake_credit_us"));
     }
 
     #[test]

@@ -99,6 +99,7 @@ impl<'a> Scheduler<'a> {
         rodata.lc_slice_ns = cfg.lc_slice_us * 1000;
         rodata.lc_preempt_gran_ns = cfg.lc_preempt_us * 1000; // 0: LC never preempts LC
         rodata.lc_preempt_min_ns = cfg.lc_preempt_min_us * 1000;
+        rodata.lc_wake_credit_ns = cfg.lc_wake_credit_us.unwrap_or(cfg.lc_slice_us) * 1000;
         rodata.be_slice_ns = cfg.be_slice_us * 1000;
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;

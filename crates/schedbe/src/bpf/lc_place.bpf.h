@@ -53,11 +53,12 @@ static bool lc_queued(void)
 }
 
 /*
- * Whether a BE task was ever queued since load: until then no CPU can run BE,
- * and the entry check (kfunc calls, a barrier) is skipped, which is all of
- * its cost on a machine without BE. Set by the first BE enqueue, before that
- * task can run; a waker that reads it a moment late misses a CPU that starts
- * BE at that moment, the race described at full_barrier().
+ * Whether a task was ever classified BE since load: until then no CPU can
+ * run BE, and the entry check (kfunc calls, a barrier), the starvation guard
+ * and the BE queues' consumption in ops.dispatch are skipped, which is all
+ * of BE's cost on a machine without BE. Set by classify() before the task
+ * can be in a BE queue; a waker that reads it a moment late misses a CPU
+ * that starts BE at that moment, the race described at full_barrier().
  */
 static bool be_seen;
 

@@ -81,6 +81,8 @@ UEI_DEFINE(uei);
 
 /* Tunables, set by userspace before load. */
 const volatile u64 lc_slice_ns = 5ULL * 1000 * 1000;
+/* the most virtual-time credit an LC sleeper keeps (the sleeper floor) */
+const volatile u64 lc_wake_credit_ns = 5ULL * 1000 * 1000;
 const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
 const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 /* the slice of a task preempted inside an RCU read-side section (task_in_rcu_read) */
@@ -199,6 +201,9 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 
 	tctx->freeze_boost = freezing;
 	tctx->rcu_boost = rcu;
+	/* before the task can be in a BE queue, by whatever path (ops.enqueue, cpu.max's release) */
+	if (tier == TIER_BE)
+		note_be_seen();
 
 	if (tctx->tier_valid && tctx->tier != tier)
 		scx_bpf_task_set_dsq_vtime(p, tier == TIER_BE ? be_vtime_now : lc_vtime_now);
@@ -227,7 +232,7 @@ static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime)
 		floor = be_vtime_now - be_slice_ns;
 	} else {
 		*dsq = lc_dsq(llc);
-		floor = lc_vtime_now - lc_slice_ns;
+		floor = lc_vtime_now - lc_wake_credit_ns;
 	}
 	if (time_before(*vtime, floor))
 		*vtime = floor;
@@ -315,8 +320,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	if (tier == TIER_LC) {
 		if (tctx && tctx->freeze_boost)
 			STAT_ADD(freeze_boosts, 1);
-		/* A sleeper keeps at most one slice of credit. */
-		floor = lc_vtime_now - lc_slice_ns;
+		/* A sleeper keeps at most lc_wake_credit_ns of credit (one slice by default). */
+		floor = lc_vtime_now - lc_wake_credit_ns;
 		if (time_before(vtime, floor)) {
 			vtime = floor;
 		} else if (tctx && tctx->rcu_boost) {
@@ -329,7 +334,6 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	note_be_seen();
 	tctx->enq_at = now ? now : bpf_ktime_get_ns();
 	if (!tctx->starve_since)
 		tctx->starve_since = tctx->enq_at;
@@ -417,8 +421,8 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 			prev_runnable = false;
 	}
 
-	/* LC may be runnable everywhere, so the guard must go first or never run. */
-	if (guard_rescue(cpu))
+	/* LC may be runnable everywhere, so the guard must go first or never run. No BE yet: nothing to guard. */
+	if (be_seen && guard_rescue(cpu))
 		return;
 
 	/* local + exit: any waiting LC task, from any LLC, before BE. */
@@ -433,7 +437,7 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 	if (prev_runnable && !prev_be && keep_prev(prev, cpu, lc_slice_ns))
 		return;
 
-	if (consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, cctx)) {
+	if (be_seen && consume_tier(SCHEDBE_BE_DSQ_BASE, cpu, cctx)) {
 		STAT_ADD(be_dispatches, 1);
 		return;
 	}
