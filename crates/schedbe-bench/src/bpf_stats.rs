@@ -154,12 +154,16 @@ pub struct Window {
     pid: u32,
     start: std::time::Instant,
     before: BTreeMap<u32, ProgStat>,
+    /// Looked up at open(): the scheduler's programs are loaded by then,
+    /// and close() then reads only the counters.
+    names: BTreeMap<u32, String>,
 }
 
 impl Window {
     /// Start counting now (kernel.bpf_stats_enabled must be on).
     pub fn open(pid: u32) -> Result<Window> {
-        Ok(Window { pid, start: std::time::Instant::now(), before: snapshot(pid)? })
+        let names = names();
+        Ok(Window { pid, start: std::time::Instant::now(), before: snapshot(pid)?, names })
     }
 
     /// The cost since open(), as a share of this process's CPUs (all of
@@ -167,7 +171,7 @@ impl Window {
     pub fn close(self) -> Result<BpfCost> {
         let after = snapshot(self.pid)?;
         let ncpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        Ok(cost(&self.before, &after, &names(), self.start.elapsed().as_secs_f64(), ncpus))
+        Ok(cost(&self.before, &after, &self.names, self.start.elapsed().as_secs_f64(), ncpus))
     }
 }
 

@@ -464,12 +464,13 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         _ => None,
     };
     sleep_until_ns(be_start);
+    // the pods' snapshot first: it marks the phase boundary, and BE starts right after
+    let stat_be = if p.pods.is_some() { pods_at(be_start) } else { None };
     match bpf_window.map(|w| w.and_then(|w| w.close())) {
         Some(Ok(c)) => o.bpf_lc_phase = Some(c),
         Some(Err(e)) => o.warnings.push(format!("BPF stats: {e:#}")),
         None => {}
     }
-    let stat_be = if p.pods.is_some() { pods_at(be_start) } else { None };
     if has_be {
         be = Some(start_be(p, &plan, be_cg.as_deref(), dir)?);
         o.be_start_ns = Some(monotonic_ns());

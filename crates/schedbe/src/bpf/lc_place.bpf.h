@@ -268,7 +268,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		 * can take milliseconds to answer).
 		 */
 		if (slot && (cpu = resv_victim(p, slot)) >= 0) {
-			if (cpu == bpf_get_smp_processor_id()) {
+			if (cpu == here) {
 				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, lc_slice_ns, enq_flags | SCX_ENQ_PREEMPT);
 				return;
 			}
