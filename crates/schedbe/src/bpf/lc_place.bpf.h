@@ -15,6 +15,21 @@
 #define __SCHEDBE_LC_PLACE_BPF_H
 
 /*
+ * Wake idle @cpu, claimed for @p just queued by ops.enqueue. No kick when
+ * @cpu is the run queue this wakeup enqueues @p on (a pinned task woken on
+ * its own idle CPU, as cyclictest's timer wakeups are): the core already
+ * reschedules an idle CPU that an ext task wakes onto (wakeup_preempt():
+ * ext is above idle), and a kick adds an irq_work, a self-IPI. Under
+ * emulation that kick made ops.enqueue take 11 us a call (docs/overhead.md).
+ */
+static __always_inline void wake_idle_cpu(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || cpu != scx_bpf_task_cpu(p))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	STAT_ADD(kick_idle, 1);
+}
+
+/*
  * LC wakeup preemption (see lc_preempt_victim()): a woken LC task that has
  * at least this much virtual-time credit over the LC task on a CPU preempts
  * it, once that task has run lc_preempt_min_ns. 0: LC never preempts LC.
@@ -245,8 +260,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 
 	if (cpu >= 0) {
 		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		STAT_ADD(kick_idle, 1);
+		wake_idle_cpu(p, cpu, enq_flags);
 		return;
 	}
 	slot = lc_wakeup_slot(p, enq_flags);

@@ -343,10 +343,8 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	scx_bpf_dsq_insert_vtime(p, be_dsq(llc), be_slice_ns, vtime, enq_flags);
 	/* Wake an idle CPU; it will still take LC first if any shows up. */
 	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	if (cpu >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		STAT_ADD(kick_idle, 1);
-	}
+	if (cpu >= 0)
+		wake_idle_cpu(p, cpu, enq_flags);
 }
 
 #include "consume.bpf.h"
