@@ -234,6 +234,66 @@ def cg_frozen(rel):
     return "frozen 1" in cg_read(rel, "cgroup.events").splitlines()
 
 
+PARK_STATE = Path("/run/schedbe/parked.json")
+
+
+def park_state_cgroups():
+    """The cgroups schedbe's parking state file lists as frozen by it."""
+    try:
+        return json.loads(PARK_STATE.read_text())["cgroups"]
+    except FileNotFoundError:
+        return []
+
+
+def wait_frozen(rel, want, timeout):
+    """Wait until cgroup.events says frozen == want; returns the seconds it took."""
+    t0 = time.monotonic()
+    wait_for(lambda: cg_frozen(rel) == want, timeout, what=f"/{rel} frozen={int(want)}")
+    return time.monotonic() - t0
+
+
+def usage_grows(rel, window=0.5):
+    """The CPU time (µs, cpu.stat) cgroup rel gets over the next window seconds."""
+    a = cg_usage_usec(rel)
+    time.sleep(window)
+    return cg_usage_usec(rel) - a
+
+
+def park_cycle(sched, be, start_load, while_parked=lambda: None, park_after_ms=1000, unpark_after_ms=500,
+               slack_s=3.0, what="park"):
+    """Parking's whole cycle under any policy: BE hogs in cgroup `be` (a BE
+    subtree) run on free CPUs; start_load() starts what starves them and
+    returns its processes; the cgroup is then frozen (cgroup.events) within
+    park_after_ms + slack_s, listed in the state file, and makes no progress
+    for 3 s, while while_parked() checks what the load gets; once the load
+    is killed it is thawed within unpark_after_ms + slack_s and runs again,
+    and the state file is empty. `sched` must run with --park-after-ms
+    park_after_ms --unpark-after-ms unpark_after_ms. Returns the BE processes."""
+    bes = [spawn(BUSY_LOOP, cgroup=be) for _ in range(NR_CPUS)]
+    assert usage_grows(be) > 100_000, "BE did not run on free CPUs"
+    load = start_load()
+    try:
+        t_park = wait_frozen(be, True, park_after_ms / 1000 + slack_s)
+        assert park_state_cgroups() == [be], f"state file lists {park_state_cgroups()}"
+        be_us = usage_grows(be, 3.0)
+        while_parked()
+        sched.check_running()
+        log(f"{what}: frozen {t_park:.2f}s after the load began; parked BE used {be_us} us in 3 s")
+        assert cg_frozen(be)
+        assert be_us < 1000, f"parked BE ran {be_us} us"
+    finally:
+        for p in load:
+            kill_proc(p)
+    t_unpark = wait_frozen(be, False, unpark_after_ms / 1000 + slack_s)
+    ran = usage_grows(be)
+    log(f"{what}: thawed {t_unpark:.2f}s after the load stopped; BE then used {ran / 5e5:.2f} CPUs")
+    assert ran > 0.25 * 500_000 * NR_CPUS, f"BE used only {ran} us in 0.5 s after unpark"
+    assert park_state_cgroups() == []
+    log_text = sched.log_tail(200)
+    assert "parked /" + be in log_text and "unparked /" + be in log_text, log_text
+    return bes
+
+
 def cg_procs(rel):
     return [int(x) for x in cg_read(rel, "cgroup.procs").split()]
 

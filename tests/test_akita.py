@@ -311,7 +311,8 @@ def test_no_stall_when_everything_is_cpu_bound(procs):
     tl.cg_create(f"{BASE}/be")
     tl.cg_write(f"{BASE}/be", "cpu.idle", "1")
     f = write_vms("akita-stall", vm_toml([("hi", "HI", 6), ("lo1", "LO", 2), ("lo2", "LO", 3)]))
-    with akita(f, "akita-stall") as sched:
+    # the guard is what keeps BE going here (parking is test_be_parked_...)
+    with akita(f, "akita-stall", "--no-park") as sched:
         for n in names:
             procs += [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/{n}") for _ in range(2)]
         host = [tl.spawn(tl.BUSY_LOOP) for _ in range(tl.NR_CPUS)]
@@ -330,6 +331,33 @@ def test_no_stall_when_everything_is_cpu_bound(procs):
     assert min(host_cpu) > 1.0, "every host hog must progress"
     assert be_cpu > 0.0, "BE must get guard slices"
     assert all(v > 1e6 for v in vm_cpu.values()), f"every VM gets at least its budget: {vm_cpu}"
+
+
+def test_be_parked_under_vm_overload_then_resumed(procs):
+    """Parking under Akita, as under the SCHED_BE policy
+    (tl.park_cycle): a CPU-bound VM on the VM CPU and host hogs on the
+    others starve BE below them; its cgroup is parked, the VM keeps its CPU
+    meanwhile, and once the load stops BE is thawed and runs."""
+    make_cgroups(["lo"])
+    be = f"{BASE}/be"
+    tl.cg_create(be)
+    tl.cg_write(be, "cpu.idle", "1")
+
+    def load():
+        ps = [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/lo")]
+        ps += [tl.spawn(tl.BUSY_LOOP, cpus={c}) for c in range(tl.NR_CPUS - 1)]
+        procs.extend(ps)
+        return ps
+
+    def vm_keeps_its_cpu():
+        vm = shares(["lo"], 2.0)["lo"]
+        tl.log(f"akita park: the VM got {vm:.2f} CPU while BE was parked")
+        assert vm > 0.9, f"the VM got {vm:.2f} of its CPU while BE was parked"
+
+    f = write_vms("akita-park", vm_toml([("lo", "LO", 2)]))
+    with akita(f, "akita-park", "--park-after-ms", 1000, "--unpark-after-ms", 500) as sched:
+        procs += tl.park_cycle(sched, be, load, vm_keeps_its_cpu, what="akita park")
+    assert not tl.cg_frozen(be)
 
 
 def test_switch_policy_leaves_nothing(procs):

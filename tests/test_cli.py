@@ -181,7 +181,9 @@ BAD_AKITA = {
     "add-missing-file": (["akita", "add", "/nonexistent/frag.toml"], "/nonexistent/frag.toml"),
     "llf-bad-pattern": (["run", "--policy", "llf", "--sandbox", "a/[b"], "a/[b"),
     "llf-vms": (["run", "--policy", "llf", "--vms", "{vms}"], "--vms"),
-    "llf-sched-be-flag": (["run", "--policy", "llf", "--no-park"], "--no-park"),
+    "llf-sched-be-flag": (["run", "--policy", "llf", "--lc-slice-us", "5000"], "--lc-slice-us"),
+    "llf-bad-park": (["run", "--policy", "llf", "--unpark-after-ms", "5"], "unpark_after_ms"),
+    "akita-bad-park": (["run", "--policy", "akita", "--vms", "{vms}", "--park-after-ms", "50"], "park_after_ms"),
     "llf-half-life": (["run", "--policy", "llf", "--load-half-life-s", "0"], "load-half-life-s"),
     "sandbox-without-llf": (["run", "--sandbox", "x/*"], "--policy llf"),
 }

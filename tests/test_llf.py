@@ -81,7 +81,8 @@ def test_overload_no_stall_and_be_below(procs):
     tl.cg_create(f"{BASE}-be")
     tl.cg_write(f"{BASE}-be", "cpu.idle", "1")
     try:
-        with llf("llf-overload") as sched:
+        # the guard is what keeps BE going here (parking: test_be_parked_...)
+        with llf("llf-overload", "--no-park") as sched:
             for n in names:
                 procs += [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/{n}") for _ in range(2 * tl.NR_CPUS)]
             host = tl.spawn(tl.BUSY_LOOP)
@@ -107,3 +108,38 @@ def test_overload_no_stall_and_be_below(procs):
             tl.kill_proc(p)
         procs.clear()
         tl.cg_remove_tree(f"{BASE}-be")
+
+
+def test_be_parked_under_sandbox_overload_then_resumed(procs):
+    """Parking under LLF, as under the other policies (tl.park_cycle):
+    CPU-bound sandboxes on every CPU starve BE below them; its cgroup is
+    parked, the sandboxes keep the CPUs meanwhile, and once the load stops
+    BE is thawed and runs."""
+    names = ["a", "b"]
+    make(names)
+    be = f"{BASE}-be"
+    tl.cg_create(be)
+    tl.cg_write(be, "cpu.idle", "1")
+
+    def load():
+        ps = [tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/{n}") for n in names for _ in range(tl.NR_CPUS)]
+        procs.extend(ps)
+        return ps
+
+    def sandboxes_keep_the_cpus():
+        u0, t0 = usage(names), time.monotonic()
+        time.sleep(2.0)
+        u1, dt = usage(names), time.monotonic() - t0
+        got = sum(u1[n] - u0[n] for n in names) / 1e6 / dt
+        tl.log(f"llf park: the sandboxes got {got:.2f} of {tl.NR_CPUS} CPUs while BE was parked")
+        assert got > 0.9 * tl.NR_CPUS - 0.5, f"the sandboxes got {got:.2f} CPUs while BE was parked"
+
+    try:
+        with llf("llf-park", "--park-after-ms", 1000, "--unpark-after-ms", 500) as sched:
+            procs += tl.park_cycle(sched, be, load, sandboxes_keep_the_cpus, what="llf park")
+        assert not tl.cg_frozen(be)
+    finally:
+        for p in procs:
+            tl.kill_proc(p)
+        procs.clear()
+        tl.cg_remove_tree(be)

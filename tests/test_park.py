@@ -25,7 +25,6 @@ pytestmark = pytest.mark.vm
 
 LC_CG = f"{tl.TEST_CG}/park-lc"
 BE_CG = f"{tl.TEST_CG}/park-be"
-STATE = Path("/run/schedbe/parked.json")
 PROGS = Path(__file__).resolve().parent / "progs"
 PY = "/usr/bin/python3"
 
@@ -37,13 +36,6 @@ PARK_ARGS = ["--park-after-ms", PARK_AFTER_MS, "--unpark-after-ms", UNPARK_AFTER
 PARK_SLACK_S = 3.0
 # The guardian must thaw within this after the daemon is SIGKILLed (issue 4).
 GUARDIAN_MAX_S = 5.0
-
-
-def state_cgroups():
-    try:
-        return json.loads(STATE.read_text())["cgroups"]
-    except FileNotFoundError:
-        return []
 
 
 @contextlib.contextmanager
@@ -63,62 +55,30 @@ def lc_hogs(lc, cpus=None):
     return [tl.spawn(tl.BUSY_LOOP, cgroup=lc, cpus={c}) for c in cpus]
 
 
-def wait_frozen(rel, want, timeout):
-    t0 = time.monotonic()
-    tl.wait_for(lambda: tl.cg_frozen(rel) == want, timeout, what=f"/{rel} frozen={int(want)}")
-    return time.monotonic() - t0
-
-
-def usage_grows(rel, window=0.5):
-    a = tl.cg_usage_usec(rel)
-    time.sleep(window)
-    return tl.cg_usage_usec(rel) - a
-
-
 def park_under_overload(sched, lc, be):
     """BE hogs run, then LC hogs take every CPU: wait until BE is parked.
     Returns (LC procs, seconds from overload start to frozen)."""
-    assert usage_grows(be) > 100_000, "BE did not run before the overload"
+    assert tl.usage_grows(be) > 100_000, "BE did not run before the overload"
     hogs = lc_hogs(lc)
-    t = wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
+    t = tl.wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
     sched.check_running()
     return hogs, t
 
 
 def test_overload_parks_then_resumes():
     """LC overload: BE is parked (no progress, LC gets every CPU, no stall,
-    state file lists it); after LC stops, BE is thawed and runs again."""
+    state file lists it); after LC stops, BE is thawed and runs again
+    (tl.park_cycle, which the other policies' parking tests share)."""
     with be_and_lc_cgroups() as (lc, be), tl.Schedbe(*PARK_ARGS, "--stats", 1, name="park-overload") as sched:
-        bes = [tl.spawn(tl.BUSY_LOOP, cgroup=be) for _ in range(tl.NR_CPUS)]
-        hogs, t_park = park_under_overload(sched, lc, be)
-        assert state_cgroups() == [be], f"state file lists {state_cgroups()}"
+        def lc_gets_every_cpu():
+            lc_cpus = tl.usage_grows(lc, 5.0) / 1e6 / 5.0
+            tl.log(f"park: LC {lc_cpus:.2f} of {tl.NR_CPUS} CPUs while BE was parked")
+            assert lc_cpus > 0.9 * tl.NR_CPUS, f"LC got only {lc_cpus:.2f} CPUs while BE was parked"
 
-        # Parked: BE makes no progress, LC is not throttled, for 8 s.
-        window = 8.0
-        be0, lc0, w0 = tl.cg_usage_usec(be), tl.cg_usage_usec(lc), time.monotonic()
-        time.sleep(window)
-        be_us, lc_us = tl.cg_usage_usec(be) - be0, tl.cg_usage_usec(lc) - lc0
-        elapsed = time.monotonic() - w0
-        sched.check_running()
-        assert tl.cg_frozen(be)
-        lc_cpus = lc_us / 1e6 / elapsed
-        tl.log(f"park: frozen {t_park:.2f}s after LC overload started; while parked BE used "
-               f"{be_us} us in {elapsed:.1f}s, LC {lc_cpus:.2f} of {tl.NR_CPUS} CPUs")
-        assert be_us < 1000, f"parked BE ran {be_us} us"
-        assert lc_cpus > 0.9 * tl.NR_CPUS, f"LC got only {lc_cpus:.2f} CPUs while BE was parked"
-
-        # LC stops: BE is thawed and runs again.
-        for p in hogs:
-            tl.kill_proc(p)
-        t_unpark = wait_frozen(be, False, UNPARK_AFTER_MS / 1000 + PARK_SLACK_S)
-        ran = usage_grows(be)
-        tl.log(f"park: thawed {t_unpark:.2f}s after LC stopped; BE then used {ran / 5e5:.2f} CPUs")
-        assert ran > 0.5 * 500_000 * tl.NR_CPUS * 0.5, f"BE used only {ran} us in 0.5 s after unpark"
-        assert state_cgroups() == [], f"state file still lists {state_cgroups()}"
+        bes = tl.park_cycle(sched, be, lambda: lc_hogs(lc), lc_gets_every_cpu, PARK_AFTER_MS, UNPARK_AFTER_MS,
+                            PARK_SLACK_S, "park")
         for p in bes:
             tl.kill_proc(p)
-        log = sched.log_tail(200)
-    assert "parked /" + be in log and "unparked /" + be in log, log
 
 
 def test_parked_job_resumes_over_tcp():
@@ -148,7 +108,7 @@ def test_parked_job_resumes_over_tcp():
         s.sendall(f"{n}\n".encode())
         time.sleep(0.3)  # the job is running
         hogs = lc_hogs(lc)
-        t_park = wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
+        t_park = tl.wait_frozen(be, True, PARK_AFTER_MS / 1000 + PARK_SLACK_S)
         t_parked = time.monotonic()
         while time.monotonic() - t_parked < parked_s:
             assert tl.cg_frozen(be), "the BE server was thawed while LC still overloaded every CPU"
@@ -183,17 +143,17 @@ def test_sigkill_daemon_guardian_thaws():
             # against 1024) a few ms per second, often none in a given second:
             # logged, not asserted. Whether BE is really free to run is asked
             # once the LC hogs are gone.
-            beside = usage_grows(be, 1.0)
+            beside = tl.usage_grows(be, 1.0)
             for p in hogs:
                 tl.kill_proc(p)
-            ran = usage_grows(be, 1.0)
+            ran = tl.usage_grows(be, 1.0)
             tl.log(f"park-sigkill: BE thawed {t_thaw:.2f}s after SIGKILL of the daemon; "
                    f"then used {beside} us in 1 s under EEVDF beside the LC hogs and {ran} us "
-                   f"in 1 s after them; state file {state_cgroups()}")
+                   f"in 1 s after them; state file {tl.park_state_cgroups()}")
             assert all(p.poll() is None for p in bes), "a BE task died with the daemon"
             # One busy loop per CPU, alone: well over 0.1 CPU-s in 1 s unless frozen.
             assert ran > 100_000, f"BE used only {ran} us in 1 s after the daemon died"
-            assert state_cgroups() == []
+            assert tl.park_state_cgroups() == []
             for p in bes:
                 tl.kill_proc(p)
         finally:
@@ -217,7 +177,7 @@ def test_leftovers_thawed_by_thaw_and_next_start():
                 tl.kill_proc(p)
             time.sleep(1.0)
             assert tl.cg_frozen(be), "BE was thawed although nothing was left to thaw it"
-            assert state_cgroups() == [be]
+            assert tl.park_state_cgroups() == [be]
             if how == "thaw":
                 r = subprocess.run([str(tl.SCHEDBE), "thaw"], capture_output=True, text=True, timeout=30)
                 assert r.returncode == 0, r.stderr
@@ -227,8 +187,8 @@ def test_leftovers_thawed_by_thaw_and_next_start():
                 with tl.Schedbe(*PARK_ARGS, name="park-restarted") as s2:
                     tl.wait_for(lambda: not tl.cg_frozen(be), 5, what="the restarted schedbe to thaw BE")
                     assert "left frozen" in s2.log_tail(50)
-            assert state_cgroups() == []
-            assert usage_grows(be) > 0
+            assert tl.park_state_cgroups() == []
+            assert tl.usage_grows(be) > 0
             for p in bes:
                 tl.kill_proc(p)
 

@@ -72,13 +72,27 @@ def stats_total(log_text, key):
     return total
 
 
-def test_rt_task_takes_a_cpu():
+def policy_args(policy):
+    """`schedbe run` arguments for the policy under test. Under Akita and LLF
+    the LC workers are host tasks (a VM file with no VM; no sandbox), and BE
+    is below them as it is below LC."""
+    if policy == "sched-be":
+        return ["--stats", 1, "--json"]
+    if policy == "llf":
+        return ["--policy", "llf", "--stats", 1, "--json"]
+    vms = tl.results_dir() / "rt-akita-vms.toml"
+    vms.write_text(f'cpus = "{tl.NR_CPUS - 1}"\ninitial_temperature = 5\n')
+    return ["--policy", "akita", "--vms", vms, "--stats", 1, "--json"]
+
+
+@pytest.mark.parametrize("policy", ["sched-be", "akita", "llf"])
+def test_rt_task_takes_a_cpu(policy):
     if tl.NR_CPUS < 2:
         pytest.skip("needs 2 CPUs")
     tl.cg_create(BE_CG, cpu_idle=1)
     kmsg = tl.KmsgReader()
     procs, workers = [], []
-    with tl.Schedbe("--stats", 1, "--json", name="rt-takeover") as sched:
+    with tl.Schedbe(*policy_args(policy), name=f"rt-takeover-{policy}") as sched:
         try:
             procs += [tl.spawn(tl.BUSY_LOOP, cgroup=BE_CG) for _ in range(tl.NR_CPUS)]
             workers = [tl.spawn([sys.executable, "-c", LC_WORKER], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -105,7 +119,7 @@ def test_rt_task_takes_a_cpu():
     evac = stats_total(log, "rt_evacuations")
     rescues = stats_total(log, "rt_rescues")
     path = "tracepoint" if "sched_switch tracepoint" in log else "cpu_release"
-    tl.log(f"rt: path {path}; {evac} local queues evacuated, {rescues} rescued in {RUN_S} s; "
+    tl.log(f"rt ({policy}): path {path}; {evac} local queues evacuated, {rescues} rescued in {RUN_S} s; "
            f"LC sleepers worst lateness {max(late) * 1e3:.1f} ms "
            f"(all: {', '.join(f'{x * 1e3:.1f}' for x in sorted(late))} ms)")
     assert "RT/DL takeovers handled by" in log, log[-2000:]

@@ -120,9 +120,7 @@ impl Config {
         check_range("starvation_limit_ms", self.starvation_limit_ms, 100, MAX_STARVATION_LIMIT_MS)?;
         check_range("rescan_ms", self.rescan_ms, 10, 10_000)?;
         check_range("flatten_ms", self.flatten_ms, 10, 10_000)?;
-        check_range("park_after_ms", self.park_after_ms, 100, MAX_STARVATION_LIMIT_MS)?;
-        check_range("unpark_after_ms", self.unpark_after_ms, 100, 3_600_000)?;
-        check_range("unpark_idle_pct", self.unpark_idle_pct, 1, 100)?;
+        self.validate_park()?;
         if self.park && self.park_after_ms >= self.starvation_limit_ms {
             bail!(
                 "park_after_ms ({}) must be below starvation_limit_ms ({}): the guard slice would keep resetting the wait, so nothing would ever park",
@@ -130,11 +128,34 @@ impl Config {
                 self.starvation_limit_ms
             );
         }
+        self.rules()?;
+        Ok(())
+    }
+
+    /// The parking settings alone (every policy with a BE tier parks).
+    pub fn validate_park(&self) -> Result<()> {
+        check_range("park_after_ms", self.park_after_ms, 100, MAX_STARVATION_LIMIT_MS)?;
+        check_range("unpark_after_ms", self.unpark_after_ms, 100, 3_600_000)?;
+        check_range("unpark_idle_pct", self.unpark_idle_pct, 1, 100)?;
         if !self.state_file.starts_with('/') {
             bail!("state_file must be an absolute path, got {:?}", self.state_file);
         }
-        self.rules()?;
         Ok(())
+    }
+
+    /// Parking as a policy's daemon runs it (park.rs).
+    pub fn park_options(&self) -> crate::park::ParkOptions {
+        let state_file = std::path::PathBuf::from(&self.state_file);
+        crate::park::ParkOptions {
+            settings: self.park.then(|| crate::park::ParkSettings {
+                unpark_after: std::time::Duration::from_millis(self.unpark_after_ms),
+                unpark_idle_cpus: self.unpark_idle_pct as f64 / 100.0,
+                confirm: std::time::Duration::from_millis(self.park_after_ms / 2),
+                state_file: state_file.clone(),
+            }),
+            state_file,
+            window_ns: if self.park { self.park_after_ms * 1_000_000 } else { 0 },
+        }
     }
 
     /// The BE path patterns, compiled.

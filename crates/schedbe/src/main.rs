@@ -12,6 +12,8 @@
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
 //! - `stats`: live statistics (scx_stats)
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
+//!   (every policy)
+//! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes (every policy)
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
 //! - `akita`: the Akita mixed-criticality policy (`schedbe run --policy akita`,
@@ -36,6 +38,7 @@ mod llf;
 mod park;
 mod preflight;
 mod resv;
+mod rt_takeover;
 mod sched;
 mod stats;
 mod vm;
@@ -241,6 +244,16 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     if let Some(v) = a.guard_slice_us {
         cfg.guard_slice_us = v;
     }
+    apply_park_flags(&mut cfg, a);
+    if let Some(v) = a.limit_mode {
+        cfg.limit_mode = v;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// The parking flags, which every policy takes.
+fn apply_park_flags(cfg: &mut Config, a: &RunArgs) {
     if a.no_park {
         cfg.park = false;
     }
@@ -253,11 +266,15 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     if let Some(v) = &a.state_file {
         cfg.state_file = v.clone();
     }
-    if let Some(v) = a.limit_mode {
-        cfg.limit_mode = v;
-    }
-    cfg.validate()?;
-    Ok(cfg)
+}
+
+/// Parking for the policies other than sched-be (Akita, LLF): BE below them
+/// is parked as under sched-be, with the same flags and defaults.
+fn park_options(a: &RunArgs) -> Result<park::ParkOptions> {
+    let mut cfg = Config::default();
+    apply_park_flags(&mut cfg, a);
+    cfg.validate_park()?;
+    Ok(cfg.park_options())
 }
 
 fn shutdown_flag() -> Result<Arc<AtomicBool>> {
@@ -267,7 +284,8 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-/// The SCHED_BE options given on the command line, which no other policy takes.
+/// The SCHED_BE options given on the command line, which no other policy
+/// takes (every policy takes parking's).
 fn sched_be_flags(a: &RunArgs) -> Vec<&'static str> {
     let set = [
         ("--config", a.config.is_some()),
@@ -279,10 +297,6 @@ fn sched_be_flags(a: &RunArgs) -> Vec<&'static str> {
         ("--be-slice-us", a.be_slice_us.is_some()),
         ("--starvation-limit-ms", a.starvation_limit_ms.is_some()),
         ("--guard-slice-us", a.guard_slice_us.is_some()),
-        ("--no-park", a.no_park),
-        ("--park-after-ms", a.park_after_ms.is_some()),
-        ("--unpark-after-ms", a.unpark_after_ms.is_some()),
-        ("--state-file", a.state_file.is_some()),
         ("--limit-mode", a.limit_mode.is_some()),
     ];
     set.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect()
@@ -301,11 +315,13 @@ fn cmd_run_akita(a: RunArgs) -> Result<i32> {
         bail!("--policy akita needs --vms FILE (the VM file, docs/akita.md)");
     };
     let cfg = akita::config::AkitaConfig::load(file)?;
+    let park = park_options(&a)?;
     let out = akita::runtime::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
     preflight::check_run()?;
     init_log(a.verbose);
+    let _guardian = if park.settings.is_some() { Some(park::spawn_guardian(&park.state_file)?) } else { None };
     let socket = std::path::Path::new(akita::control::DEFAULT_SOCKET);
-    akita::runtime::run_policy(&cfg, socket, shutdown_flag()?, out)
+    akita::runtime::run_policy(&cfg, socket, &park, shutdown_flag()?, out)
 }
 
 fn cmd_run_llf(a: RunArgs) -> Result<i32> {
@@ -318,6 +334,7 @@ fn cmd_run_llf(a: RunArgs) -> Result<i32> {
         bail!("--vms applies to --policy akita only");
     }
     let half_life = duration_arg("load-half-life-s", a.load_half_life_s.unwrap_or(1.0))?;
+    let park = park_options(&a)?;
     // the patterns are checked before anything is loaded
     agent::discover::patterns(&a.sandboxes)?;
     let opts = llf::runtime::LlfOptions {
@@ -325,9 +342,11 @@ fn cmd_run_llf(a: RunArgs) -> Result<i32> {
         half_life,
         stats: a.stats.map(|s| duration_arg("stats", s)).transpose()?,
         json: a.json,
+        park,
     };
     preflight::check_run()?;
     init_log(a.verbose);
+    let _guardian = if opts.park.settings.is_some() { Some(park::spawn_guardian(&opts.park.state_file)?) } else { None };
     llf::runtime::run_policy(&opts, shutdown_flag()?)
 }
 

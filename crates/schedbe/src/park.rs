@@ -36,6 +36,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use libbpf_rs::MapCore;
 use log::{debug, info, warn};
 use schedbe_cgroup::CGROUP_ROOT;
 use serde::{Deserialize, Serialize};
@@ -172,6 +173,77 @@ pub fn thaw_at_start(state_file: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Read and clear the BPF side's reports of cgroups with a starved BE task
+/// (`starved_cgrps`, park_report.bpf.h, the same map in every policy).
+pub fn take_reports(map: &impl MapCore) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for key in map.keys() {
+        let _ = map.delete(&key);
+        if let Ok(k) = key[..].try_into() {
+            ids.push(u64::from_ne_bytes(k));
+        }
+    }
+    ids
+}
+
+/// Is every task in cgroup `rel` BE: does it or an ancestor match a BE path
+/// pattern (`be_path`) or have cpu.idle=1? (Mirrors tier.bpf.h, minus the
+/// per-task SCHED_IDLE rule, which never covers a whole cgroup.)
+pub fn be_subtree(rel: &str, be_path: impl Fn(&str) -> bool) -> bool {
+    let root = Path::new(CGROUP_ROOT);
+    let mut prefix = String::new();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(part);
+        if be_path(&prefix) {
+            return true;
+        }
+        if std::fs::read_to_string(root.join(&prefix).join("cpu.idle")).map(|s| s.trim() == "1").unwrap_or(false) {
+            return true;
+        }
+    }
+    false
+}
+
+/// How often a daemon's loop samples idle capacity while something is
+/// parked, and how often it reads the starvation reports while nothing is.
+/// Each wakeup of the loop costs about a millisecond of CPU under emulation,
+/// so while nothing is parked it wakes only every STARVED_POLL (which adds
+/// at most that much to park_after_ms before a starved cgroup is frozen).
+const PARK_SAMPLE: Duration = Duration::from_millis(100);
+const STARVED_POLL: Duration = Duration::from_millis(250);
+
+/// The interval to the next parking step.
+pub fn poll_interval(any_parked: bool) -> Duration {
+    if any_parked {
+        PARK_SAMPLE
+    } else {
+        STARVED_POLL
+    }
+}
+
+/// Parking as a policy's daemon runs it (Config::park_options()).
+#[derive(Debug, Clone)]
+pub struct ParkOptions {
+    /// None: parking is off.
+    pub settings: Option<ParkSettings>,
+    /// Thawed at start whether parking is on or not.
+    pub state_file: PathBuf,
+    /// The BPF side's starvation window, park_after_ns (0: off).
+    pub window_ns: u64,
+}
+
+/// At a policy's start: a Parker when parking is on, after thawing what a
+/// previous run left frozen either way.
+pub fn start(o: &ParkOptions) -> Result<Option<Parker>> {
+    match &o.settings {
+        Some(s) => Ok(Some(Parker::new(s.clone())?)),
+        None => thaw_at_start(&o.state_file).map(|_| None),
+    }
+}
+
 /// Is `anc` the cgroup `rel` or one of its ancestors?
 fn contains(anc: &str, rel: &str) -> bool {
     anc.is_empty() || rel == anc || rel.starts_with(&format!("{anc}/"))
@@ -226,7 +298,7 @@ fn usable_cpus(dir: &Path) -> (Vec<usize>, usize) {
 }
 
 /// Counters for the stats.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, Serialize)]
 pub struct ParkCounts {
     pub parked_cgroups: u64,
     pub parked_tasks: u64,
@@ -433,6 +505,22 @@ impl Parker {
                 warn!("{e:#}");
             }
         }
+    }
+
+    /// One parking step for a policy that knows its BE cgroups by the
+    /// path rules alone (Akita, LLF): act on the cgroup ids the BPF side
+    /// reported (take_reports()), then tick(). Reports are rare (one per
+    /// starved cgroup per park_after window at most), so the tree is walked
+    /// to name them only when there are some.
+    pub fn step(&mut self, reported: &[u64], rules: &schedbe_cgroup::BeRules) {
+        if !reported.is_empty() {
+            let tree = schedbe_cgroup::walk(Path::new(CGROUP_ROOT)).unwrap_or_default();
+            for cg in tree.iter().filter(|c| reported.contains(&c.id)) {
+                let be = be_subtree(&cg.rel, |p| rules.matches(p));
+                self.on_starved(&cg.rel, be);
+            }
+        }
+        self.tick();
     }
 
     /// Is any cgroup parked (so idle capacity must be sampled)?

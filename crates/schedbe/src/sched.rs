@@ -20,17 +20,11 @@ use crate::config::Config;
 use crate::cpumax::CpuMax;
 use crate::flatten::{self, Node};
 use crate::resv::Reservations;
-use crate::park::{self, ParkSettings, Parker};
+use crate::rt_takeover;
+use crate::park::{self, Parker};
 use crate::stats::Metrics;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
-/// How often parking samples idle capacity while something is parked.
-const PARK_SAMPLE_MS: u64 = 100;
-/// How often the starvation reports are read while nothing is parked. Each
-/// wakeup of this loop costs about a millisecond of CPU under emulation, so
-/// it only wakes when some periodic job is due (adds at most this much to
-/// park_after_ms before a starved cgroup is frozen).
-const STARVED_POLL_MS: u64 = 250;
 /// Every how many rescans stale cgrp_load entries are removed.
 const LOAD_GC_EVERY: u64 = 10;
 /// Longest sleep of the main loop: how soon SIGINT/SIGTERM or the kernel
@@ -69,23 +63,6 @@ pub struct Scheduler<'a> {
     nr_cpus: u64,
 }
 
-/// Whether the running kernel can re-enqueue a local DSQ from any context:
-/// `scx_bpf_dsq_reenq` (v7.1+) or a `scx_bpf_reenqueue_local` returning void
-/// (v6.19+; before, it returned the count and worked only in cpu_release).
-/// The BPF side's compat wrapper resolves the same kfuncs the same way.
-fn reenqueue_from_anywhere() -> bool {
-    use libbpf_rs::btf::{types, Btf, ReferencesType};
-    let Ok(btf) = Btf::from_vmlinux() else { return false };
-    if btf.type_by_name::<types::Func>("scx_bpf_dsq_reenq").is_some() {
-        return true;
-    }
-    let Some(f) = btf.type_by_name::<types::Func>("scx_bpf_reenqueue_local") else { return false };
-    match types::FuncProto::try_from(f.referenced_type()) {
-        Ok(proto) => u32::from(proto.referenced_type_id()) == 0,
-        Err(_) => false,
-    }
-}
-
 impl<'a> Scheduler<'a> {
     pub fn init(cfg: &Config, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let rules = cfg.rules()?;
@@ -103,7 +80,7 @@ impl<'a> Scheduler<'a> {
         rodata.be_slice_ns = cfg.be_slice_us * 1000;
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
-        rodata.park_after_ns = if cfg.park { cfg.park_after_ms * 1_000_000 } else { 0 };
+        rodata.park_after_ns = cfg.park_options().window_ns;
         let conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
         rodata.bw_conc_mode = conc_mode;
         // LLC ids may be sparse; number them densely for the DSQ ids.
@@ -119,10 +96,8 @@ impl<'a> Scheduler<'a> {
         }
         info!("{} CPUs, {} LLC queue pairs", topo.all_cpus.len(), nr_llcs);
 
-        // Evacuating a CPU that an RT/DL task takes: ops.cpu_release up to
-        // v6.18, the sched_switch tracepoint from v6.19 (where cpu_release is
-        // deprecated and its kfunc works from any context). Exactly one is loaded.
-        let from_tp = reenqueue_from_anywhere();
+        // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
+        let from_tp = rt_takeover::from_tracepoint();
         rodata.evacuate_from_tp = from_tp;
         if from_tp {
             skel.struct_ops.schedbe_ops_mut().cpu_release = std::ptr::null_mut();
@@ -130,7 +105,7 @@ impl<'a> Scheduler<'a> {
         } else {
             skel.progs.schedbe_sched_switch.set_autoload(false);
         }
-        info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });
+        rt_takeover::log_path(from_tp);
 
         // Concurrency mode gives a task's tokens back at the sched_switch
         // tracepoint (cpumax_conc.bpf.h); without that mode nothing holds tokens.
@@ -161,18 +136,7 @@ impl<'a> Scheduler<'a> {
         }
 
         // Thaw what a previous run left parked before anything else changes.
-        let state_file = std::path::PathBuf::from(&cfg.state_file);
-        let parker = if cfg.park {
-            Some(Parker::new(ParkSettings {
-                unpark_after: Duration::from_millis(cfg.unpark_after_ms),
-                unpark_idle_cpus: cfg.unpark_idle_pct as f64 / 100.0,
-                confirm: Duration::from_millis(cfg.park_after_ms / 2),
-                state_file,
-            })?)
-        } else {
-            park::thaw_at_start(&state_file)?;
-            None
-        };
+        let parker = park::start(&cfg.park_options())?;
 
         let skel = scx_ops_load!(skel, schedbe_ops, uei)?;
 
@@ -267,44 +231,19 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// Is every task in cgroup `rel` BE: does it or an ancestor match a BE
-    /// path pattern or have cpu.idle=1? (Mirrors tier.bpf.h, minus the
-    /// per-task SCHED_IDLE rule, which never covers a whole cgroup.)
-    fn be_subtree(&self, rel: &str) -> bool {
-        let root = Path::new(CGROUP_ROOT);
-        let mut prefix = String::new();
-        for part in rel.split('/').filter(|p| !p.is_empty()) {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(part);
-            if self.be_rels.contains(&prefix) {
-                return true;
-            }
-            if std::fs::read_to_string(root.join(&prefix).join("cpu.idle")).map(|s| s.trim() == "1").unwrap_or(false) {
-                return true;
-            }
-        }
-        false
-    }
-
     /// Parking: act on the cgroups the BPF side reported starved, then
     /// check whether LC has left enough idle capacity to unpark.
     fn park_step(&mut self) -> Result<()> {
         if self.parker.is_none() {
             return Ok(());
         }
-        let mut starved = Vec::new();
-        for key in self.skel.maps.starved_cgrps.keys() {
-            let _ = self.skel.maps.starved_cgrps.delete(&key);
-            starved.push(u64::from_ne_bytes(key[..8].try_into()?));
-        }
+        let starved = park::take_reports(&self.skel.maps.starved_cgrps);
         if starved.iter().any(|id| !self.id_rel.contains_key(id)) {
             self.rescan()?; // a cgroup created since the last rescan
         }
         for id in starved {
             let Some(rel) = self.id_rel.get(&id).cloned() else { continue };
-            let be = self.be_subtree(&rel);
+            let be = park::be_subtree(&rel, |p| self.be_rels.contains(p));
             if let Some(p) = self.parker.as_mut() {
                 p.on_starved(&rel, be);
             }
@@ -512,7 +451,7 @@ impl<'a> Scheduler<'a> {
                     warn!("parking step failed: {e:#}");
                 }
                 let parked = self.parker.as_ref().is_some_and(|p| p.any_parked());
-                next_park = advance(next_park, Duration::from_millis(if parked { PARK_SAMPLE_MS } else { STARVED_POLL_MS }), now);
+                next_park = advance(next_park, park::poll_interval(parked), now);
             }
             if let (Some(t), Some(intv)) = (next_stats, out.interval) {
                 if now >= t {

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::bpf::intf;
 use super::edfvd::{Crit, Server};
+use crate::park::ParkCounts;
 
 /// What the daemon knows of an admitted VM.
 pub struct VmInfo {
@@ -81,6 +82,11 @@ pub struct CpuRow {
     pub host_share: f64,
     pub be_share: f64,
     pub guard_slices: u64,
+    /// Parking: BE tasks this CPU reported starved (park_report.bpf.h).
+    pub starved_reports: u64,
+    /// Its local queue sent back when an RT/DL task took it; others' rescued from here.
+    pub rt_evacuations: u64,
+    pub rt_rescues: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -90,6 +96,11 @@ pub struct Report {
     pub vms: Vec<VmRow>,
     pub vcpus: Vec<VcpuRow>,
     pub cpus: Vec<CpuRow>,
+    /// Parked BE cgroups now, and park/unpark events since load (park.rs).
+    pub parking: ParkCounts,
+    /// The CPUs' rt_evacuations and rt_rescues, summed.
+    pub rt_evacuations: u64,
+    pub rt_rescues: u64,
 }
 
 fn reserved(s: &Server) -> f64 {
@@ -161,7 +172,7 @@ impl Report {
                 }
             })
             .collect();
-        let cpus = b
+        let cpus: Vec<CpuRow> = b
             .cpus
             .iter()
             .map(|(&cpu, r)| {
@@ -180,10 +191,24 @@ impl Report {
                     host_share: dd(|r| r.host_ns) as f64 / ns,
                     be_share: dd(|r| r.be_ns) as f64 / ns,
                     guard_slices: dd(|r| r.be_guards),
+                    starved_reports: dd(|r| r.starved_reports),
+                    rt_evacuations: dd(|r| r.rt_evacuations),
+                    rt_rescues: dd(|r| r.rt_rescues),
                 }
             })
             .collect();
-        Self { uptime_s: b.at.duration_since(started).as_secs_f64(), interval_s: secs, vms, vcpus, cpus }
+        let rt_evacuations = cpus.iter().map(|c| c.rt_evacuations).sum();
+        let rt_rescues = cpus.iter().map(|c| c.rt_rescues).sum();
+        Self {
+            uptime_s: b.at.duration_since(started).as_secs_f64(),
+            interval_s: secs,
+            vms,
+            vcpus,
+            cpus,
+            parking: ParkCounts::default(),
+            rt_evacuations,
+            rt_rescues,
+        }
     }
 
     /// The text form: a table of VMs, then one line for the CPUs.
@@ -221,7 +246,9 @@ impl Report {
             .filter(|c| c.mode == "HI" || c.mode_switches > 0 || c.hi_share > 0.0 || c.host_share > 0.0 || c.be_share > 0.0)
             .map(|c| format!("cpu{} {} sw={} hi={:.2} host={:.2} be={:.2}", c.cpu, c.mode, c.mode_switches, c.hi_share, c.host_share, c.be_share))
             .collect();
-        let _ = writeln!(s, "{:>7.1} cpus: {}", self.uptime_s, cpus.join(" | "));
+        let p = &self.parking;
+        let parked = if p.park_events > 0 { format!(" | parked: {} cgroups, {} tasks", p.parked_cgroups, p.parked_tasks) } else { String::new() };
+        let _ = writeln!(s, "{:>7.1} cpus: {}{parked}", self.uptime_s, cpus.join(" | "));
         s
     }
 }

@@ -25,6 +25,7 @@ use super::control::{self, Reply, Request};
 use super::placement::{Placement, VmRequest};
 use super::report::{self, Snapshot};
 use super::servers::{self, Ids, ServerConf, MAX_PER_CPU};
+use crate::park::{ParkOptions, Parker};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
 /// How often VM cgroups (and BE cgroups) are looked for.
@@ -99,6 +100,8 @@ pub struct Runtime<'a> {
     be_ids: IdSet,
     started: Instant,
     nr_cpus: u32,
+    /// Parking of starved BE cgroups (park.rs); None: off.
+    parker: Option<Parker>,
 }
 
 /// Plain-data BPF struct as the bytes a map update takes.
@@ -165,7 +168,7 @@ fn check_supported(cfg: &AkitaConfig, online: &[u32]) -> Result<()> {
 }
 
 impl<'a> Runtime<'a> {
-    pub fn init(cfg: &AkitaConfig, socket: &Path, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+    pub fn init(cfg: &AkitaConfig, socket: &Path, park: &ParkOptions, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let topo = Topology::new().context("cannot read the CPU topology")?;
         let online: Vec<u32> = topo.all_cpus.keys().map(|c| *c as u32).collect();
         check_supported(cfg, &online)?;
@@ -187,12 +190,25 @@ impl<'a> Runtime<'a> {
         let mut skel = scx_ops_open!(builder, open_object, akita_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
         let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
         rodata.initial_temperature = cfg.initial_temperature;
+        rodata.park_after_ns = park.window_ns;
+        // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
+        let rt_from_tp = crate::rt_takeover::from_tracepoint();
+        rodata.evacuate_from_tp = rt_from_tp;
         let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
         rodata.tier_idle_cached = set_idle;
         if !set_idle {
             skel.struct_ops.akita_ops_mut().cgroup_set_idle = std::ptr::null_mut();
             skel.progs.akita_cgroup_set_idle.set_autoload(false);
         }
+        if rt_from_tp {
+            skel.struct_ops.akita_ops_mut().cpu_release = std::ptr::null_mut();
+            skel.progs.akita_cpu_release.set_autoload(false);
+        } else {
+            skel.progs.schedbe_sched_switch.set_autoload(false);
+        }
+        crate::rt_takeover::log_path(rt_from_tp);
+        // Thaw what a previous run left parked before anything else changes.
+        let parker = crate::park::start(park)?;
         let skel = scx_ops_load!(skel, akita_ops, uei)?;
 
         let mut rt = Self {
@@ -214,6 +230,7 @@ impl<'a> Runtime<'a> {
             be_ids: IdSet::default(),
             started: Instant::now(),
             nr_cpus: online.iter().max().map_or(1, |m| m + 1),
+            parker,
         };
         // Servers and cgroups before attaching: tasks are on their vCPUs from the first decision.
         rt.sync_servers()?;
@@ -584,10 +601,19 @@ impl<'a> Runtime<'a> {
         self.sync_servers()
     }
 
+    /// Parking, as under the SCHED_BE policy: BE is below every VM and host
+    /// task, so what starves it is sustained VM and host load.
+    fn park_step(&mut self) {
+        if let Some(p) = self.parker.as_mut() {
+            p.step(&crate::park::take_reports(&self.skel.maps.starved_cgrps), &self.rules);
+        }
+    }
+
     /// Run until `shutdown` or until the kernel ejects the scheduler.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<UserExitInfo> {
         let mut table = self.vm_table();
         let mut next_rescan = Instant::now() + RESCAN;
+        let mut next_park = Instant::now();
         let mut next_stats = out.interval.map(|i| Instant::now() + i);
         let mut prev = self.snapshot();
         let mut rows = 0u64;
@@ -603,10 +629,15 @@ impl<'a> Runtime<'a> {
                 }
                 next_rescan = now + RESCAN;
             }
+            if self.parker.is_some() && now >= next_park {
+                self.park_step();
+                next_park = now + crate::park::poll_interval(self.parker.as_ref().is_some_and(|p| p.any_parked()));
+            }
             if let (Some(t), Some(intv)) = (next_stats, out.interval) {
                 if now >= t {
                     let cur = self.snapshot();
-                    let r = report::Report::between(&table, &prev, &cur, self.started);
+                    let mut r = report::Report::between(&table, &prev, &cur, self.started);
+                    r.parking = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
                     if out.json {
                         println!("{}", serde_json::to_string(&r)?);
                     } else {
@@ -617,7 +648,8 @@ impl<'a> Runtime<'a> {
                     next_stats = Some(t + intv);
                 }
             }
-            let due = [Some(next_rescan), next_stats].into_iter().flatten().min().unwrap_or(now);
+            let park_due = self.parker.is_some().then_some(next_park);
+            let due = [Some(next_rescan), park_due, next_stats].into_iter().flatten().min().unwrap_or(now);
             let wait = due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL);
             match self.control.as_ref().map(|c| c.recv_timeout(wait)) {
                 Some(Ok(call)) => {
@@ -630,6 +662,10 @@ impl<'a> Runtime<'a> {
                 None => std::thread::sleep(wait),
             }
         }
+        // Thaw before unloading: BE must be runnable when EEVDF takes over.
+        if let Some(p) = self.parker.as_mut() {
+            p.unpark_all("schedbe is exiting");
+        }
         let _ = self.link.take();
         let _ = self.control.take();
         uei_report!(&self.skel, uei)
@@ -637,10 +673,10 @@ impl<'a> Runtime<'a> {
 }
 
 /// `schedbe run --policy akita`: load, run until a signal, reload when the kernel asks.
-pub fn run_policy(cfg: &AkitaConfig, socket: &Path, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<i32> {
+pub fn run_policy(cfg: &AkitaConfig, socket: &Path, park: &ParkOptions, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<i32> {
     crate::lifecycle::run_until_stopped(&shutdown.clone(), || {
         let mut open_object = MaybeUninit::uninit();
-        let mut rt = Runtime::init(cfg, socket, &mut open_object)?;
+        let mut rt = Runtime::init(cfg, socket, park, &mut open_object)?;
         rt.run(shutdown.clone(), out)
     })
 }

@@ -45,6 +45,12 @@
  *            never fires (a vCPU waits at most one period, capped at 10 s).
  *            A per-CPU kernel thread goes to the head of its CPU's local
  *            queue: it runs when the current slice ends.
+ *  parking: a BE task runnable for a whole park_after_ns window with
+ *            under 1/32 of it on a CPU is reported (park_report.bpf.h) and
+ *            userspace freezes its BE cgroup (park.rs), as under the
+ *            SCHED_BE policy. A queued BE task that is dying or has a freeze
+ *            pending runs at the next walk of the BE queue (be_walk): the
+ *            freezer stops it only on its way to user space.
  *  activation: a vCPU whose budget refills while a lower rank runs on its
  *            CPU preempts it at the period boundary: that CPU's running
  *            slice is cut to the earliest boundary of a queued inactive
@@ -58,11 +64,14 @@
  *
  * Shared with the SCHED_BE policy: tier_cache.bpf.h (BE rules),
  * task_state.bpf.h (dying and freezing tasks run), slice_expiry.bpf.h,
- * fifo_guard.bpf.h (the BE queue's starvation guard).
+ * fifo_guard.bpf.h (the BE queue's starvation guard), park_report.bpf.h
+ * and park_fifo.bpf.h (parking's starvation windows, reports, and walk of
+ * the BE queue).
  * This policy's own part: akita_server.bpf.h (budgets, periods, modes, and
  * the server a CPU runs next).
- * Not here (docs/akita.md): cpu.max, parking, RT-takeover evacuation, LO
- * vCPUs borrowing other idle CPUs.
+ * rt_takeover.bpf.h (what waits in the local queue of a CPU an RT/DL task
+ * takes goes back through ops.enqueue: a host task finds another CPU).
+ * Not here (docs/akita.md): cpu.max, LO vCPUs borrowing other idle CPUs.
  */
 #include <scx/common.bpf.h>
 #include "akita_intf.h"
@@ -82,6 +91,13 @@ const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
 const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
 const volatile u32 initial_temperature = 5;
+/* Parking: a BE task's starvation window (park_report.bpf.h); 0: parking off. */
+const volatile u64 park_after_ns = 0;
+/* Set by userspace where RT/DL takeovers are seen at sched_switch (v6.19+, rt_takeover.bpf.h). */
+const volatile bool evacuate_from_tp = false;
+
+/* How often a CPU walks the BE queue (parking's reports, tasks that must run). */
+#define AKITA_BE_WALK_NS	(50ULL * 1000 * 1000)
 
 /* No slice is cut below this: a shorter one costs more in switching than it serves. */
 #define AKITA_MIN_SLICE_NS	(50ULL * 1000)
@@ -90,6 +106,13 @@ const volatile u32 initial_temperature = 5;
 u64 akita_gen;
 
 static u64 host_vtime_now;
+
+static __always_inline u64 task_cgid(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+}
+
+#include "park_report.bpf.h"
 
 enum { KIND_HOST = 0, KIND_VCPU = 1, KIND_BE = 2 };
 
@@ -148,6 +171,7 @@ struct task_ctx {
 	s32 server;		/* its server by vm_cgrps; -1: in no VM */
 	u8 kind;		/* KIND_*, as of the last classification */
 	struct tier_memo memo;
+	struct starve_win starve;	/* BE: parking's starvation window */
 };
 
 struct {
@@ -161,6 +185,16 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
+
+/* park_report.bpf.h's handle on a task's starvation window */
+static __always_inline struct starve_win *task_starve(struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	return tctx ? &tctx->starve : NULL;
+}
+
+#include "park_fifo.bpf.h"
 
 static __always_inline struct akita_server_conf *sconf(s32 sid)
 {
@@ -181,6 +215,15 @@ static __always_inline struct akita_cpu_run *crun(s32 cpu)
 }
 
 static __always_inline u64 server_dsq(s32 sid) { return AKITA_SERVER_DSQ_BASE + sid; }
+
+/* rt_takeover.bpf.h's counters: this CPU's (each CPU writes only its own) */
+#define STAT_ADD(field, v) do {							\
+	struct akita_cpu_run *__c = crun(bpf_get_smp_processor_id());		\
+	if (__c)								\
+		__c->field += (v);						\
+} while (0)
+
+#include "rt_takeover.bpf.h"
 
 /* A thread of a vcpus = "threads" VM: its own server, or -1 (a host task) until admitted. */
 static s32 thread_server(struct task_struct *p)
@@ -251,6 +294,13 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 		goto out;
 	kind = KIND_VCPU;
 out:
+	/*
+	 * A BE task's dsq_vtime is when it was queued (fifo_note_enqueue), not
+	 * virtual time: leaving BE (killed, being frozen, reclassified) it
+	 * starts at the host clock, as a new task would.
+	 */
+	if (tctx->kind == KIND_BE && kind != KIND_BE)
+		p->scx.dsq_vtime = host_vtime_now;
 	tctx->kind = kind;
 	return kind;
 }
@@ -473,6 +523,7 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	if (kind == KIND_BE) {
+		starve_open(&tctx->starve, now);
 		fifo_note_enqueue(p, now);
 		scx_bpf_dsq_insert(p, AKITA_BE_DSQ, be_slice_ns, enq_flags);
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -500,6 +551,22 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
+ * Parking's walk of the BE queue (park_fifo.bpf.h), at most every
+ * AKITA_BE_WALK_NS per CPU. A task it moves here runs for a BE slice; its
+ * next enqueue classifies it a host task (classify()).
+ */
+static bool be_walk(s32 cpu, u64 now, struct akita_cpu_run *cr)
+{
+	if (time_before(now, cr->be_walk_next))
+		return false;
+	cr->be_walk_next = now + AKITA_BE_WALK_NS;
+	if (!park_walk_fifo(AKITA_BE_DSQ, cpu, now, be_slice_ns, &cr->starved_reports))
+		return false;
+	cr->be_rescues++;
+	return true;
+}
+
+/*
  * The starvation guard: one slice for a BE task queued too long, or for a
  * host task when this CPU has served no host task for too long (a task
  * pinned here may wait for nothing else: the budgets may fill the CPU).
@@ -508,6 +575,9 @@ static bool guard(s32 cpu, u64 now, struct akita_cpu_run *cr)
 {
 	bool host = scx_bpf_dsq_nr_queued(AKITA_HOST_DSQ) > 0 &&
 		    now - cr->host_last > starvation_limit_ns;
+
+	if (be_walk(cpu, now, cr))
+		return true;
 
 	if (host) {
 		/* whether or not one may run here, look again only after another limit */
@@ -638,12 +708,26 @@ void BPF_STRUCT_OPS(akita_stopping, struct task_struct *p, bool runnable)
 		return;
 	d = now - tctx->run_start;
 	charge(p, tctx, cpu, now, runnable);
+	starve_ran(&tctx->starve, d, runnable);
 	if (tctx->kind == KIND_HOST && p->scx.weight)
 		p->scx.dsq_vtime += d * 100 / p->scx.weight;
 	if (tctx->kind == KIND_VCPU && tctx->server >= 0 && (r = srun(tctx->server)))
 		r->last_run = now;
 	if ((cr = crun(cpu)))
 		cr->cur_rank = AKITA_RANK_IDLE;
+}
+
+/* Per tick: rescue tasks stranded behind an RT/DL task on another CPU (v7.1+). */
+void BPF_STRUCT_OPS(akita_tick, struct task_struct *p)
+{
+	if (nr_rt_cpus > 0)	/* no clock read while no RT/DL task holds a CPU */
+		rescue_stranded(bpf_get_smp_processor_id(), bpf_ktime_get_ns());
+}
+
+/* An RT/DL task took the CPU (kernels before v6.19; newer ones: the sched_switch program). */
+void BPF_STRUCT_OPS(akita_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	rt_cpu_release();
 }
 
 void BPF_STRUCT_OPS(akita_enable, struct task_struct *p)
@@ -708,6 +792,8 @@ SCX_OPS_DEFINE(akita_ops,
 	       .runnable	= (void *)akita_runnable,
 	       .running		= (void *)akita_running,
 	       .stopping	= (void *)akita_stopping,
+	       .tick		= (void *)akita_tick,
+	       .cpu_release	= (void *)akita_cpu_release,
 	       .enable		= (void *)akita_enable,
 	       .init_task	= (void *)akita_init_task,
 	       .init		= (void *)akita_init,

@@ -96,6 +96,11 @@ struct akita_cpu_run {
 	u64 be_ns;		/* CPU time of BE tasks */
 	u64 be_guards;		/* BE or host tasks run by the starvation guard */
 	u64 host_last;		/* when it last ran a host task (or looked for one to guard) */
+	u64 be_walk_next;	/* when it may next walk the BE queue (be_walk) */
+	u64 starved_reports;	/* parking: starved BE tasks reported from here */
+	u64 be_rescues;		/* queued BE tasks run here because they must (dying, freezing) */
+	u64 rt_evacuations;	/* its local queue sent back when an RT/DL task took it (rt_takeover.bpf.h) */
+	u64 rt_rescues;		/* other CPUs' local queues stranded behind RT/DL tasks, sent back from here */
 };
 
 #endif /* __AKITA_INTF_H */

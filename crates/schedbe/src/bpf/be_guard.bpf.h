@@ -5,9 +5,10 @@
  * rescue of queued BE tasks that are LC now. Run from ops.dispatch, at most
  * once per guard interval per CPU.
  *
- * The includer defines task_ctx(), be_dsq(), sched_as_be(), task_cgid(),
- * STAT_ADD, and the tunables park_after_ns, starvation_limit_ns,
- * guard_interval_ns, guard_slice_ns, lc_slice_ns, nr_llcs.
+ * The includer defines task_ctx(), be_dsq(), sched_as_be(), STAT_ADD, and
+ * the tunables starvation_limit_ns, guard_interval_ns, guard_slice_ns,
+ * lc_slice_ns, nr_llcs, and includes park_report.bpf.h (parking's reports,
+ * shared with the other policies).
  */
 #ifndef __SCHEDBE_BE_GUARD_BPF_H
 #define __SCHEDBE_BE_GUARD_BPF_H
@@ -19,39 +20,6 @@ struct {
 	__type(key, u32);
 	__type(value, u64);
 } guard_next SEC(".maps");
-
-/*
- * cgroup id -> when one of its BE tasks was last seen starved (runnable for a
- * whole park_after_ns window with less than 1/32 of it on a CPU). Userspace
- * reads and deletes the entries.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, u64);
-	__type(value, u64);
-} starved_cgrps SEC(".maps");
-
-/*
- * Has @limit passed between @since and @now? Signed: a task enqueued on
- * another CPU after @now was read has @since > @now, which must read as "no
- * wait yet", not as an unsigned wrap to a huge wait.
- */
-static __always_inline bool waited(u64 now, u64 since, u64 limit)
-{
-	return (s64)(now - since) >= (s64)limit;
-}
-
-/* Tell userspace that @p's cgroup has a starved BE task (see "parking"). */
-static void report_starved(struct task_struct *p, u64 now)
-{
-	u64 cgid = task_cgid(p);
-
-	if (bpf_map_lookup_elem(&starved_cgrps, &cgid))
-		return;	/* already reported, userspace has not read it yet */
-	bpf_map_update_elem(&starved_cgrps, &cgid, &now, BPF_ANY);
-	STAT_ADD(starved_reports, 1);
-}
 
 /*
  * Housekeeping of the BE queues, at most once per guard interval per CPU:
@@ -81,14 +49,8 @@ static bool guard_rescue(s32 cpu)
 			tctx = task_ctx(p);
 			if (!tctx)
 				continue;
-			if (park_after_ns && tctx->starve_since &&
-			    waited(now, tctx->starve_since, park_after_ns)) {
-				if (tctx->starve_ran < park_after_ns / SCHEDBE_STARVED_DIV)
-					report_starved(p, now);
-				/* next window */
-				tctx->starve_since = now;
-				tctx->starve_ran = 0;
-			}
+			if (starve_window_end(&tctx->starve, now) && report_starved(p, now))
+				STAT_ADD(starved_reports, 1);
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
 			starving = waited(now, tctx->enq_at, starvation_limit_ns);

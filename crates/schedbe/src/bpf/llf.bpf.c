@@ -45,10 +45,19 @@
  *            not from this policy's counters.
  *  BE:       below every LC task; a BE task queued longer than
  *            starvation_limit_ns gets one slice (guard).
+ *  parking:  a BE task runnable for a whole park_after_ns window with under
+ *            1/32 of it on a CPU is reported, and userspace freezes its BE
+ *            cgroup (park.rs); a queued BE task that is dying or has a
+ *            freeze pending runs at the next walk of the BE queue
+ *            (park_fifo.bpf.h, as in Akita).
  *
  * Shared with the other policies: tier_cache.bpf.h (BE rules; its
  * cgrp_outermost_in() finds a task's sandbox too), task_state.bpf.h (dying
- * and freezing tasks run as LC), fifo_guard.bpf.h (the BE starvation guard).
+ * and freezing tasks run as LC), fifo_guard.bpf.h (the BE starvation guard),
+ * park_report.bpf.h and park_fifo.bpf.h (parking's starvation windows,
+ * reports, and walk of the BE queue), rt_takeover.bpf.h (what waits in the
+ * local queue of a CPU an RT/DL task takes goes back through ops.enqueue
+ * and finds another CPU).
  */
 #include <scx/common.bpf.h>
 #include "llf_intf.h"
@@ -68,6 +77,12 @@ const volatile u64 floor_slice_ns = 1ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
 const volatile u64 min_run_ns = 100ULL * 1000;
 const volatile u64 preempt_margin = LLF_LOAD_ONE / 16;
+/* Parking: a BE task's starvation window (park_report.bpf.h); 0: parking off. */
+const volatile u64 park_after_ns = 0;
+/* Set by userspace where RT/DL takeovers are seen at sched_switch (v6.19+, rt_takeover.bpf.h). */
+const volatile bool evacuate_from_tp = false;
+/* How often a CPU walks the BE queue for parking. */
+#define LLF_BE_WALK_NS	(50ULL * 1000 * 1000)
 /* The loads' half-life (userspace sets it from --load-half-life-s). */
 const volatile u64 half_life_ns = 1000ULL * 1000 * 1000;
 
@@ -104,6 +119,7 @@ struct cpu_state {
 	u64 key;
 	u64 started;
 	u64 floor_last;
+	u64 be_walk_next;	/* when it may next walk the BE queue (be_walk) */
 	u8 lc;
 };
 
@@ -114,6 +130,13 @@ struct {
 	__type(value, struct cpu_state);
 } cpu_states SEC(".maps");
 
+static __always_inline u64 task_cgid(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+}
+
+#include "park_report.bpf.h"
+
 struct task_ctx {
 	u64 enq_at;		/* LC: when queued (the floor) */
 	u64 host_load;		/* outside every sandbox: its own load, CPUs x LLF_LOAD_ONE */
@@ -123,6 +146,7 @@ struct task_ctx {
 	u64 cls_cgrp;
 	u8 be;
 	struct tier_memo memo;
+	struct starve_win starve;	/* BE: parking's starvation window */
 };
 
 struct {
@@ -137,18 +161,35 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
 
+/* park_report.bpf.h's handle on a task's starvation window */
+static __always_inline struct starve_win *task_starve(struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	return tctx ? &tctx->starve : NULL;
+}
+
+#include "park_fifo.bpf.h"
+
 static __always_inline struct cpu_state *cpu_state(s32 cpu)
 {
 	u32 k = cpu;
 	return bpf_map_lookup_elem(&cpu_states, &k);
 }
 
+static __always_inline struct llf_stats *my_stats(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
 #define STAT_ADD(field, v) do {						\
-	u32 __z = 0;							\
-	struct llf_stats *__s = bpf_map_lookup_elem(&stats, &__z);	\
+	struct llf_stats *__s = my_stats();				\
 	if (__s)							\
 		__s->field += (v);					\
 } while (0)
+
+#include "rt_takeover.bpf.h"
 
 /* BE by the shared rules (unless it must run); otherwise LC in its sandbox. */
 static bool classify(struct task_struct *p, struct task_ctx *tctx)
@@ -259,6 +300,7 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu;
 
 	if (tctx && classify(p, tctx)) {
+		starve_open(&tctx->starve, now);
 		fifo_note_enqueue(p, now);
 		scx_bpf_dsq_insert(p, LLF_BE_DSQ, be_slice_ns, enq_flags);
 		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -311,6 +353,21 @@ static bool floor_slice(s32 cpu, u64 now)
 	return false;
 }
 
+/* Parking's walk of the BE queue (park_fifo.bpf.h), at most every LLF_BE_WALK_NS per CPU. */
+static bool be_walk(s32 cpu, u64 now)
+{
+	struct cpu_state *cs = cpu_state(cpu);
+	struct llf_stats *st = my_stats();
+
+	if (!cs || !st || time_before(now, cs->be_walk_next))
+		return false;
+	cs->be_walk_next = now + LLF_BE_WALK_NS;
+	if (!park_walk_fifo(LLF_BE_DSQ, cpu, now, be_slice_ns, &st->starved_reports))
+		return false;
+	st->be_rescues++;
+	return true;
+}
+
 void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -319,7 +376,7 @@ void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
 		STAT_ADD(be_guards, 1);
 		return;
 	}
-	if (floor_slice(cpu, now))
+	if (be_walk(cpu, now) || floor_slice(cpu, now))
 		return;
 	if (scx_bpf_dsq_move_to_local(LLF_LC_DSQ, 0)) {
 		STAT_ADD(lc_dispatches, 1);
@@ -356,12 +413,26 @@ void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
 		return;
 	now = bpf_ktime_get_ns();
 	stint = now - cs->started;
+	starve_ran(&tctx->starve, stint, runnable);
 	if (!tctx->sb) {
 		tctx->host_load = host_key(tctx, now, stint);
 		tctx->host_at = now;
 	} else if ((ran = bpf_map_lookup_elem(&sandbox_ran, &tctx->sb))) {
 		__sync_fetch_and_add(ran, stint);
 	}
+}
+
+/* Per tick: rescue tasks stranded behind an RT/DL task on another CPU (v7.1+). */
+void BPF_STRUCT_OPS(llf_tick, struct task_struct *p)
+{
+	if (nr_rt_cpus > 0)	/* no clock read while no RT/DL task holds a CPU */
+		rescue_stranded(bpf_get_smp_processor_id(), bpf_ktime_get_ns());
+}
+
+/* An RT/DL task took the CPU (kernels before v6.19; newer ones: the sched_switch program). */
+void BPF_STRUCT_OPS(llf_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	rt_cpu_release();
 }
 
 s32 BPF_STRUCT_OPS(llf_init_task, struct task_struct *p, struct scx_init_task_args *args)
@@ -403,6 +474,8 @@ SCX_OPS_DEFINE(llf_ops,
 	       .dispatch	= (void *)llf_dispatch,
 	       .running		= (void *)llf_running,
 	       .stopping	= (void *)llf_stopping,
+	       .tick		= (void *)llf_tick,
+	       .cpu_release	= (void *)llf_cpu_release,
 	       .init_task	= (void *)llf_init_task,
 	       .init		= (void *)llf_init,
 	       .exit		= (void *)llf_exit,

@@ -62,7 +62,8 @@
  *
  * Shared with other policies: tier.bpf.h (LC/BE rules) and tier_cache.bpf.h
  * (those rules remembered per task), task_state.bpf.h
- * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h.
+ * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h,
+ * park_report.bpf.h (starvation windows and parking's reports).
  * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
  * load), cpu_cur.bpf.h (what each CPU runs), resv.bpf.h (reservations),
  * lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
@@ -131,6 +132,7 @@ static __always_inline u64 task_cgid(struct task_struct *p)
 	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 }
 
+#include "park_report.bpf.h"
 #include "rt_takeover.bpf.h"
 #include "cpumax.bpf.h"
 #include "lc_weight.bpf.h"
@@ -140,8 +142,7 @@ static __always_inline u64 task_cgid(struct task_struct *p)
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
 	u64 enq_at;		/* BE: when queued (starvation guard) */
-	u64 starve_since;	/* BE: start of the current starvation window; 0: none */
-	u64 starve_ran;		/* BE: CPU time it got in that window */
+	struct starve_win starve;	/* BE: the current starvation window (park_report.bpf.h) */
 	u64 run_start;		/* when the current stint on a CPU began */
 	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
 	u8 tier_valid;
@@ -226,8 +227,7 @@ static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime)
 	*vtime = p->scx.dsq_vtime;
 	if (tctx && tctx->tier == TIER_BE) {
 		tctx->enq_at = bpf_ktime_get_ns();
-		tctx->starve_since = tctx->enq_at;
-		tctx->starve_ran = 0;
+		starve_restart(&tctx->starve, tctx->enq_at);
 		*dsq = be_dsq(llc);
 		floor = be_vtime_now - be_slice_ns;
 	} else {
@@ -335,8 +335,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	tctx->enq_at = now ? now : bpf_ktime_get_ns();
-	if (!tctx->starve_since)
-		tctx->starve_since = tctx->enq_at;
+	starve_open(&tctx->starve, tctx->enq_at);
 	floor = be_vtime_now - be_slice_ns;
 	if (time_before(vtime, floor))
 		vtime = floor;
@@ -582,11 +581,7 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 		bw_conc_leave(&tctx->bw);
 	tctx->guarded = 0;
 	/* Parking: CPU time in this starvation window; a task that sleeps is not starved. */
-	tctx->starve_ran += now - tctx->run_start;
-	if (!runnable) {
-		tctx->starve_since = 0;
-		tctx->starve_ran = 0;
-	}
+	starve_ran(&tctx->starve, now - tctx->run_start, runnable);
 }
 
 /*

@@ -12,8 +12,9 @@
  * (evacuate_from_tp). On v7.1+ a CPU's tick also rescues tasks that landed in
  * another CPU's local queue just after an RT task took it (rescue_stranded).
  *
- * The includer defines STAT_ADD(field, v) over its struct cpu_stats (with
- * rt_evacuations and rt_rescues) and the rodata flag evacuate_from_tp.
+ * The includer defines STAT_ADD(field, v) over its per-CPU counters (with
+ * rt_evacuations and rt_rescues) and the rodata flag evacuate_from_tp;
+ * userspace chooses the path (rt_takeover.rs).
  */
 #ifndef __SCHEDBE_RT_TAKEOVER_BPF_H
 #define __SCHEDBE_RT_TAKEOVER_BPF_H

@@ -19,6 +19,7 @@ use super::bpf::intf;
 use super::bpf::*;
 use crate::agent::discover::{self, Sandbox};
 use crate::agent::load::{LoadTracker, Sample};
+use crate::park::{ParkCounts, ParkOptions, Parker};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
 /// How often loads are measured and keys written.
@@ -35,6 +36,8 @@ pub struct LlfOptions {
     pub half_life: Duration,
     pub stats: Option<Duration>,
     pub json: bool,
+    /// Parking of starved BE cgroups, as under the other policies.
+    pub park: ParkOptions,
 }
 
 struct Runtime<'a> {
@@ -48,6 +51,7 @@ struct Runtime<'a> {
     keys: HashMap<u64, u64>,
     rules: BeRules,
     be_ids: IdSet,
+    parker: Option<Parker>,
 }
 
 #[derive(Serialize)]
@@ -62,6 +66,14 @@ struct StatsRow {
     preempts: u64,
     be_dispatches: u64,
     be_guards: u64,
+    /// Parking: starved BE tasks reported, queued BE tasks run because they had to.
+    starved_reports: u64,
+    be_rescues: u64,
+    /// RT/DL takeovers: local queues sent back, and rescued from other CPUs.
+    rt_evacuations: u64,
+    rt_rescues: u64,
+    /// Parked BE cgroups now, and park/unpark events since load.
+    parking: ParkCounts,
 }
 
 impl<'a> Runtime<'a> {
@@ -76,10 +88,23 @@ impl<'a> Runtime<'a> {
         rodata.tier_idle_cached = set_idle;
         // host tasks' own loads decay as the sandboxes' do
         rodata.half_life_ns = opts.half_life.as_nanos().min(u128::from(u64::MAX)) as u64;
+        rodata.park_after_ns = opts.park.window_ns;
+        // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
+        let rt_from_tp = crate::rt_takeover::from_tracepoint();
+        rodata.evacuate_from_tp = rt_from_tp;
         if !set_idle {
             skel.struct_ops.llf_ops_mut().cgroup_set_idle = std::ptr::null_mut();
             skel.progs.llf_cgroup_set_idle.set_autoload(false);
         }
+        if rt_from_tp {
+            skel.struct_ops.llf_ops_mut().cpu_release = std::ptr::null_mut();
+            skel.progs.llf_cpu_release.set_autoload(false);
+        } else {
+            skel.progs.schedbe_sched_switch.set_autoload(false);
+        }
+        crate::rt_takeover::log_path(rt_from_tp);
+        // Thaw what a previous run left parked before anything else changes.
+        let parker = crate::park::start(&opts.park)?;
         let skel = scx_ops_load!(skel, llf_ops, uei)?;
         let mut rt = Self {
             skel,
@@ -91,6 +116,7 @@ impl<'a> Runtime<'a> {
             keys: HashMap::new(),
             rules: BeRules::defaults(),
             be_ids: IdSet::default(),
+            parker,
         };
         rt.rescan().context("initial cgroup scan failed")?;
         rt.update_keys()?;
@@ -196,6 +222,10 @@ impl<'a> Runtime<'a> {
                 t.preempts += s.preempts;
                 t.be_dispatches += s.be_dispatches;
                 t.be_guards += s.be_guards;
+                t.starved_reports += s.starved_reports;
+                t.be_rescues += s.be_rescues;
+                t.rt_evacuations += s.rt_evacuations;
+                t.rt_rescues += s.rt_rescues;
             }
         }
         t
@@ -218,13 +248,18 @@ impl<'a> Runtime<'a> {
             preempts: c.preempts - prev.preempts,
             be_dispatches: c.be_dispatches - prev.be_dispatches,
             be_guards: c.be_guards - prev.be_guards,
+            starved_reports: c.starved_reports - prev.starved_reports,
+            be_rescues: c.be_rescues - prev.be_rescues,
+            rt_evacuations: c.rt_evacuations - prev.rt_evacuations,
+            rt_rescues: c.rt_rescues - prev.rt_rescues,
+            parking: self.parker.as_ref().map(|p| p.counts()).unwrap_or_default(),
         };
         (row, c)
     }
 
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let started = Instant::now();
-        let (mut next_update, mut next_rescan) = (started + UPDATE, started + RESCAN);
+        let (mut next_update, mut next_rescan, mut next_park) = (started + UPDATE, started + RESCAN, started);
         let mut next_stats = self.opts.stats.map(|i| started + i);
         // SAFETY: all-zero is a valid llf_stats.
         let mut prev: intf::llf_stats = unsafe { std::mem::zeroed() };
@@ -242,6 +277,12 @@ impl<'a> Runtime<'a> {
                 }
                 next_update = now + UPDATE;
             }
+            if let Some(p) = self.parker.as_mut() {
+                if now >= next_park {
+                    p.step(&crate::park::take_reports(&self.skel.maps.starved_cgrps), &self.rules);
+                    next_park = now + crate::park::poll_interval(p.any_parked());
+                }
+            }
             if let (Some(t), Some(intv)) = (next_stats, self.opts.stats) {
                 if now >= t {
                     let (row, c) = self.stats_row(started, &prev);
@@ -251,16 +292,21 @@ impl<'a> Runtime<'a> {
                     } else {
                         let top: Vec<String> = row.top.iter().map(|(p, l)| format!("{p} {l:.2}")).collect();
                         println!(
-                            "{:>7.1} sandboxes {} lc {} direct {} floor {} preempt {} be {} guard {} | top: {}",
+                            "{:>7.1} sandboxes {} lc {} direct {} floor {} preempt {} be {} guard {} parked {} | top: {}",
                             row.uptime_s, row.sandboxes, row.lc_dispatches, row.direct, row.floor_slices, row.preempts, row.be_dispatches, row.be_guards,
-                            top.join(", ")
+                            row.parking.parked_cgroups, top.join(", ")
                         );
                     }
                     next_stats = Some(t + intv);
                 }
             }
-            let due = [Some(next_update), Some(next_rescan), next_stats].into_iter().flatten().min().unwrap_or(now);
+            let park_due = self.parker.is_some().then_some(next_park);
+            let due = [Some(next_update), Some(next_rescan), park_due, next_stats].into_iter().flatten().min().unwrap_or(now);
             std::thread::sleep(due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL));
+        }
+        // Thaw before unloading: BE must be runnable when EEVDF takes over.
+        if let Some(p) = self.parker.as_mut() {
+            p.unpark_all("schedbe is exiting");
         }
         let _ = self.link.take();
         uei_report!(&self.skel, uei)

@@ -1,0 +1,30 @@
+//! RT/DL takeovers (rt_takeover.bpf.h): what waits in the local queue of a
+//! CPU that an RT or deadline task takes is sent back through ops.enqueue.
+//! Kernels up to v6.18 say so through ops.cpu_release; v6.19 deprecates it
+//! (the kernel warns when a scheduler has it) and can re-enqueue a local
+//! queue from any context, so there the sched_switch tracepoint does it.
+//! A policy loads exactly one of the two.
+
+use log::info;
+
+/// Whether the running kernel can re-enqueue a local DSQ from any context:
+/// `scx_bpf_dsq_reenq` (v7.1+) or a `scx_bpf_reenqueue_local` returning void
+/// (v6.19+; before, it returned the count and worked only in cpu_release).
+/// The BPF side's compat wrapper resolves the same kfuncs the same way.
+pub fn from_tracepoint() -> bool {
+    use libbpf_rs::btf::{types, Btf, ReferencesType};
+    let Ok(btf) = Btf::from_vmlinux() else { return false };
+    if btf.type_by_name::<types::Func>("scx_bpf_dsq_reenq").is_some() {
+        return true;
+    }
+    let Some(f) = btf.type_by_name::<types::Func>("scx_bpf_reenqueue_local") else { return false };
+    match types::FuncProto::try_from(f.referenced_type()) {
+        Ok(proto) => u32::from(proto.referenced_type_id()) == 0,
+        Err(_) => false,
+    }
+}
+
+/// The log line tests/test_rt.py looks for.
+pub fn log_path(from_tp: bool) {
+    info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });
+}
