@@ -360,6 +360,20 @@ def test_be_parked_under_vm_overload_then_resumed(procs):
     assert not tl.cg_frozen(be)
 
 
+def test_unenforced_cpu_max_is_said(procs):
+    """Akita does not enforce cpu.max (its VM budgets are its limits; the
+    kernel's bandwidth control skips sched_ext tasks): a limited cgroup is
+    named in a warning as the policy starts."""
+    make_cgroups(["a", "limited"])
+    tl.cg_write(f"{BASE}/limited", "cpu.max", "50000 100000")
+    f = write_vms("akita-cpumax", vm_toml([("a", "LO", 2)]))
+    with akita(f, "akita-cpumax") as sched:
+        want = "cpu.max is not enforced under --policy akita"
+        tl.wait_for(lambda: want in sched.log_text(), 10, what="the cpu.max warning")
+        line = next(l for l in sched.log_text().splitlines() if want in l)
+    assert f"/{BASE}/limited (50000 of 100000 us)" in line, line
+
+
 def test_switch_policy_leaves_nothing(procs):
     """Switching policy is unload and load: after akita stops, its control
     socket is gone and sched_ext is disabled; the SCHED_BE policy then loads

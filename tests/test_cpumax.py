@@ -1,4 +1,6 @@
-"""cpu.max enforced by schedbe (crates/schedbe/src/bpf/cpumax.bpf.h).
+"""cpu.max enforced by schedbe (crates/schedbe/src/bpf/cpumax.bpf.h), under
+the SCHED_BE policy and, in quota mode, under LLF (the tests that do not
+need --limit-mode run under both).
 
 The kernel's CFS bandwidth control does not apply to sched_ext tasks; schedbe
 enforces cpu.max itself. Every figure here is the kernel's own CPU accounting
@@ -46,7 +48,13 @@ def stop_all(procs):
         tl.kill_proc(p)
 
 
-def test_quota_holds_and_unlimited_keep_the_rest():
+def policy_args(policy):
+    """The LLF policy enforces cpu.max too (quota mode), with the same code."""
+    return ["--policy", "llf"] if policy == "llf" else []
+
+
+@pytest.mark.parametrize("policy", ["sched-be", "llf"])
+def test_quota_holds_and_unlimited_keep_the_rest(policy):
     """cpu.max 50000 100000 with 4 hogs: 0.50 CPU; an unlimited cgroup with 4
     hogs beside it keeps what the limited one leaves (work conservation): the
     CPUs are not left idle, and the unlimited hogs get nearly all of the rest.
@@ -59,7 +67,7 @@ def test_quota_holds_and_unlimited_keep_the_rest():
     lim = tl.cg_create(f"{tl.TEST_CG}/lim", cpu_max="50000 100000")
     free = tl.cg_create(f"{tl.TEST_CG}/free")
     procs = []
-    with tl.Schedbe("--stats", 1, "--json", name="cpumax-quota") as sched:
+    with tl.Schedbe(*policy_args(policy), "--stats", 1, "--json", name=f"cpumax-quota-{policy}") as sched:
         try:
             procs += hogs(lim, 4) + hogs(free, 4)
             time.sleep(WARM)
@@ -71,7 +79,7 @@ def test_quota_holds_and_unlimited_keep_the_rest():
         finally:
             stop_all(procs)
     rest = tl.NR_CPUS - used_lim
-    tl.log(f"cpumax: limited 0.50 -> {used_lim:.3f} CPUs; unlimited {used_free:.3f} of the {rest:.2f} left "
+    tl.log(f"cpumax ({policy}): limited 0.50 -> {used_lim:.3f} CPUs; unlimited {used_free:.3f} of the {rest:.2f} left "
            f"({used_free / rest:.3f}); idle {idle[0]:.3f} CPUs; schedbe's view: {st['cgroups']}")
     assert abs(used_lim - 0.50) <= TOL * 0.50, f"limit 0.50 CPU not held: {used_lim:.3f}"
     assert idle[0] <= 0.02 * tl.NR_CPUS, f"{idle[0]:.3f} CPUs idle while unlimited hogs were runnable"
@@ -84,13 +92,14 @@ def test_quota_holds_and_unlimited_keep_the_rest():
     assert f"/{free}" not in st["cgroups"], "an unlimited cgroup is reported as limited"
 
 
-def test_nested_limits():
+@pytest.mark.parametrize("policy", ["sched-be", "llf"])
+def test_nested_limits(policy):
     """Parent 1 CPU, two children at 0.8 CPU each, 4 hogs in each child: the
     parent holds 1 CPU and neither child exceeds 0.8."""
     parent = tl.cg_create(f"{tl.TEST_CG}/parent", cpu_max="100000 100000")
     kids = [tl.cg_create(f"{parent}/{k}", cpu_max="80000 100000") for k in ("a", "b")]
     procs = []
-    with tl.Schedbe(name="cpumax-nested") as sched:
+    with tl.Schedbe(*policy_args(policy), name=f"cpumax-nested-{policy}") as sched:
         try:
             procs += hogs(kids[0], 4) + hogs(kids[1], 4)
             time.sleep(WARM)
@@ -98,7 +107,7 @@ def test_nested_limits():
             sched.check_running()
         finally:
             stop_all(procs)
-    tl.log(f"cpumax: nested: parent {used_p:.3f} (limit 1.0), children {used_a:.3f} / {used_b:.3f} (limit 0.8 each)")
+    tl.log(f"cpumax ({policy}): nested: parent {used_p:.3f} (limit 1.0), children {used_a:.3f} / {used_b:.3f} (limit 0.8 each)")
     # The limit must hold (upper bound); the lower bound allows for the release
     # of held tasks at each period boundary landing late under emulation.
     assert 0.85 <= used_p <= 1.0 + TOL, f"parent limit 1.0 not held: {used_p:.3f}"
@@ -106,13 +115,14 @@ def test_nested_limits():
         assert u <= 0.8 * (1 + TOL), f"child above its 0.8 limit: {u:.3f}"
 
 
+@pytest.mark.parametrize("policy", ["sched-be", "llf"])
 @pytest.mark.parametrize("before,after,want", [("50000 100000", "20000 100000", 0.20),
                                                ("max 100000", "30000 100000", 0.30)])
-def test_limit_changed_at_run_time(before, after, want):
+def test_limit_changed_at_run_time(before, after, want, policy):
     """A limit written while schedbe runs holds from two periods later."""
     rel = tl.cg_create(f"{tl.TEST_CG}/chg", cpu_max=before)
     procs = []
-    with tl.Schedbe(name="cpumax-change") as sched:
+    with tl.Schedbe(*policy_args(policy), name=f"cpumax-change-{policy}") as sched:
         try:
             procs += hogs(rel, 4)
             time.sleep(WARM + 0.5)
@@ -122,11 +132,12 @@ def test_limit_changed_at_run_time(before, after, want):
             sched.check_running()
         finally:
             stop_all(procs)
-    tl.log(f"cpumax: {before} -> {after}: {used:.3f} CPUs from two periods after the write (want {want})")
+    tl.log(f"cpumax ({policy}): {before} -> {after}: {used:.3f} CPUs from two periods after the write (want {want})")
     assert abs(used - want) <= 2 * TOL * want, f"{after} not in effect two periods after the write: {used:.3f}"
 
 
-def test_throttled_most_of_the_time_no_stall():
+@pytest.mark.parametrize("policy", ["sched-be", "llf"])
+def test_throttled_most_of_the_time_no_stall(policy):
     """60 s of cgroups whose every task is throttled 99% of the time (LC and
     BE): no watchdog stall (the kernel log guard fails the test on one), and
     the throttled BE cgroup, which LC does not starve, is never parked.
@@ -140,7 +151,7 @@ def test_throttled_most_of_the_time_no_stall():
     be = tl.cg_create(f"{tl.TEST_CG}/be1", cpu_max="1000 100000", cpu_idle=1)
     procs = []
     frozen = False
-    with tl.Schedbe(name="cpumax-60s") as sched:
+    with tl.Schedbe(*policy_args(policy), name=f"cpumax-60s-{policy}") as sched:
         try:
             # Exec'd elsewhere, then moved: an exec at 1% of a CPU takes seconds,
             # and a child that joins a cgroup before its exec would hang spawn()
@@ -160,19 +171,20 @@ def test_throttled_most_of_the_time_no_stall():
             used = [(tl.cg_usage_usec(r) - a) / 1e6 / dt for r, a in zip((lc, be), u0)]
         finally:
             stop_all(procs)
-    tl.log(f"cpumax: 60 s at 1% with 4 hogs each: LC {used[0]:.4f} CPUs, BE {used[1]:.4f} CPUs, BE parked: {frozen}")
+    tl.log(f"cpumax ({policy}): 60 s at 1% with 4 hogs each: LC {used[0]:.4f} CPUs, BE {used[1]:.4f} CPUs, BE parked: {frozen}")
     assert not frozen, "a throttled BE cgroup was parked (throttling is not starvation)"
     for u in used:
         assert 0.005 <= u <= 0.03, f"a 1% cgroup used {u:.4f} CPUs"
 
 
-def test_cgroup_removed_while_throttled():
+@pytest.mark.parametrize("policy", ["sched-be", "llf"])
+def test_cgroup_removed_while_throttled(policy):
     """Tasks moved out of a throttled cgroup, which is then removed, run again
     within a period; nothing stays held."""
     lim = tl.cg_create(f"{tl.TEST_CG}/gone", cpu_max="1000 100000")
     dst = tl.cg_create(f"{tl.TEST_CG}/after")
     procs = []
-    with tl.Schedbe(name="cpumax-rmdir") as sched:
+    with tl.Schedbe(*policy_args(policy), name=f"cpumax-rmdir-{policy}") as sched:
         try:
             procs += hogs(dst, 2)
             time.sleep(WARM)
@@ -187,7 +199,7 @@ def test_cgroup_removed_while_throttled():
             sched.check_running()
         finally:
             stop_all(procs)
-    tl.log(f"cpumax: hogs moved out of a throttled cgroup that was removed: {shares}")
+    tl.log(f"cpumax ({policy}): hogs moved out of a throttled cgroup that was removed: {shares}")
     for s in shares:
         assert s >= 0.5, f"a task from the removed cgroup got {s:.3f} of a CPU"
 

@@ -143,3 +143,4 @@ def test_be_parked_under_sandbox_overload_then_resumed(procs):
             tl.kill_proc(p)
         procs.clear()
         tl.cg_remove_tree(be)
+

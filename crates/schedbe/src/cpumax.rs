@@ -18,7 +18,6 @@ use scx_stats_derive::{stat_doc, Stats};
 use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
-use crate::bpf_skel::BpfSkel;
 use schedbe_cgroup::Bandwidth;
 
 const MAX_SLOTS: u32 = bpf_intf::schedbe_consts_SCHEDBE_BW_MAX_SLOTS;
@@ -47,6 +46,22 @@ pub struct CgroupBw {
     /// cgroup ran on ceil(quota/period) CPUs already.
     #[serde(default)]
     pub conc_waits: u64,
+}
+
+/// cpu.max's maps in a policy's skeleton (cpumax.bpf.h: bw_slot_of, bw_conf, bw_stats).
+pub struct BwMaps<'a, M: MapCore> {
+    pub slot_of: &'a M,
+    pub conf: &'a M,
+    pub stats: &'a M,
+}
+
+/// What the policy writes to its cpumax.bpf.h globals after a sync.
+#[derive(Debug, Clone, Copy)]
+pub struct BwGlobals {
+    /// bw_on: some cgroup is limited.
+    pub on: bool,
+    /// bw_gen must be bumped: some task's chain of limited cgroups may have changed.
+    pub bump_gen: bool,
 }
 
 struct Slot {
@@ -91,8 +106,10 @@ impl CpuMax {
     }
 
     /// Bring the slots in step with `cgroups` (id, path relative to `root`;
-    /// those with the cpu controller, the root excluded).
-    pub fn sync(&mut self, skel: &mut BpfSkel, root: &Path, cgroups: &[(u64, &str)]) -> Result<()> {
+    /// those with the cpu controller, the root excluded), in the maps of
+    /// any policy that includes cpumax.bpf.h. The caller writes the result
+    /// to its BPF globals: bw_on, and a bump of bw_gen when chains changed.
+    pub fn sync<M: MapCore>(&mut self, maps: &BwMaps<'_, M>, root: &Path, cgroups: &[(u64, &str)]) -> Result<BwGlobals> {
         let mut chains_changed = false;
         let mut live = HashSet::new();
         for &(id, rel) in cgroups {
@@ -120,9 +137,9 @@ impl CpuMax {
                         continue;
                     };
                     // A reused slot starts with zero counters.
-                    skel.maps.bw_stats.update(&s.to_ne_bytes(), &[0u8; std::mem::size_of::<bpf_intf::bw_stat>()], MapFlags::ANY)?;
-                    skel.maps.bw_conf.update(&s.to_ne_bytes(), &conf_bytes(id, None), MapFlags::ANY)?;
-                    skel.maps.bw_slot_of.update(&id.to_ne_bytes(), &s.to_ne_bytes(), MapFlags::ANY).context("cannot update bw_slot_of")?;
+                    maps.stats.update(&s.to_ne_bytes(), &[0u8; std::mem::size_of::<bpf_intf::bw_stat>()], MapFlags::ANY)?;
+                    maps.conf.update(&s.to_ne_bytes(), &conf_bytes(id, None), MapFlags::ANY)?;
+                    maps.slot_of.update(&id.to_ne_bytes(), &s.to_ne_bytes(), MapFlags::ANY).context("cannot update bw_slot_of")?;
                     self.slot_of.insert(id, s);
                     self.slots.insert(s, Slot { rel: rel.to_string(), limit: None });
                     s
@@ -131,7 +148,7 @@ impl CpuMax {
             let Some(cur) = self.slots.get_mut(&slot) else { continue };
             cur.rel = rel.to_string();
             if cur.limit != limit {
-                skel.maps.bw_conf.update(&slot.to_ne_bytes(), &conf_bytes(id, limit), MapFlags::ANY).context("cannot update bw_conf")?;
+                maps.conf.update(&slot.to_ne_bytes(), &conf_bytes(id, limit), MapFlags::ANY).context("cannot update bw_conf")?;
                 chains_changed |= cur.limit.is_some() != limit.is_some();
                 match &limit {
                     Some(l) => info!("cpu.max of /{rel}: {} enforced", describe(l)),
@@ -142,41 +159,25 @@ impl CpuMax {
         }
         let gone: Vec<(u64, u32)> = self.slot_of.iter().filter(|(id, _)| !live.contains(id)).map(|(i, s)| (*i, *s)).collect();
         for (id, slot) in gone {
-            let _ = skel.maps.bw_slot_of.delete(&id.to_ne_bytes());
+            let _ = maps.slot_of.delete(&id.to_ne_bytes());
             // No limit: the slot's timer releases whatever it still holds.
-            skel.maps.bw_conf.update(&slot.to_ne_bytes(), &conf_bytes(0, None), MapFlags::ANY)?;
+            maps.conf.update(&slot.to_ne_bytes(), &conf_bytes(0, None), MapFlags::ANY)?;
             if let Some(s) = self.slots.remove(&slot) {
                 chains_changed |= s.limit.is_some();
             }
             self.slot_of.remove(&id);
             self.free.push(slot);
         }
-        let bss = skel.maps.bss_data.as_mut().context("BPF bss missing")?;
-        bss.bw_on = self.limited() > 0;
-        if chains_changed {
-            bss.bw_gen = bss.bw_gen.wrapping_add(1);
-        }
-        Ok(())
+        Ok(BwGlobals { on: self.limited() > 0, bump_gen: chains_changed })
     }
 
-    /// Did ops.cgroup_set_bandwidth see a cgroup that has no slot yet? (Clears the request.)
-    pub fn rescan_requested(skel: &mut BpfSkel) -> bool {
-        match skel.maps.bss_data.as_mut() {
-            Some(bss) if bss.bw_rescan_req != 0 => {
-                bss.bw_rescan_req = 0;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// cpu.stat-like counters of every limited cgroup, by path.
-    pub fn stats(&self, skel: &BpfSkel) -> BTreeMap<String, CgroupBw> {
+    /// cpu.stat-like counters of every limited cgroup, by path (`stats`: the policy's bw_stats map).
+    pub fn stats(&self, stats: &impl MapCore) -> BTreeMap<String, CgroupBw> {
         let now = monotonic_ns();
         let mut out = BTreeMap::new();
         for (slot, s) in &self.slots {
             let Some(l) = s.limit else { continue };
-            let Ok(Some(v)) = skel.maps.bw_stats.lookup(&slot.to_ne_bytes(), MapFlags::ANY) else { continue };
+            let Ok(Some(v)) = stats.lookup(&slot.to_ne_bytes(), MapFlags::ANY) else { continue };
             if v.len() < std::mem::size_of::<bpf_intf::bw_stat>() {
                 continue;
             }
@@ -202,10 +203,70 @@ impl CpuMax {
     }
 }
 
+/// A policy's bw_rescan_req (cpumax.bpf.h): set when ops.cgroup_set_bandwidth
+/// saw a limit on a cgroup that has no slot yet. True once per request.
+pub fn take_rescan_request(req: &mut u32) -> bool {
+    std::mem::replace(req, 0) != 0
+}
+
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(); every policy's userspace uses it.
 pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// How often a policy that does not enforce cpu.max looks for limits again
+/// (a file read per cgroup: on a node of 1000 pods, not every second).
+const UNENFORCED_RECHECK: std::time::Duration = std::time::Duration::from_secs(30);
+/// Cgroups named per warning; the count says how many more.
+const UNENFORCED_NAMED: usize = 5;
+
+/// For the policies that do not enforce cpu.max (Akita, LLF): sched_ext
+/// tasks are outside the kernel's bandwidth control, so while such a policy
+/// is loaded every cpu.max limit is lifted. Say so, once per limited cgroup,
+/// at start and as limits appear.
+pub struct UnenforcedLimits {
+    policy: &'static str,
+    warned: HashSet<String>,
+    next: std::time::Instant,
+}
+
+impl UnenforcedLimits {
+    pub fn new(policy: &'static str) -> Self {
+        Self { policy, warned: HashSet::new(), next: std::time::Instant::now() }
+    }
+
+    /// Look for limited cgroups not warned about yet (at most every UNENFORCED_RECHECK).
+    pub fn check(&mut self) {
+        let now = std::time::Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + UNENFORCED_RECHECK;
+        let root = Path::new(schedbe_cgroup::CGROUP_ROOT);
+        let Ok(tree) = schedbe_cgroup::walk(root) else { return };
+        let mut new = Vec::new();
+        for cg in tree.iter().filter(|c| !c.rel.is_empty()) {
+            if self.warned.contains(&cg.rel) {
+                continue;
+            }
+            if let Ok(Some(b)) = schedbe_cgroup::bandwidth(root, &cg.rel) {
+                new.push(format!("/{} ({} of {} us)", cg.rel, b.quota_us, b.period_us));
+                self.warned.insert(cg.rel.clone());
+            }
+        }
+        if new.is_empty() {
+            return;
+        }
+        let more = new.len().saturating_sub(UNENFORCED_NAMED);
+        new.truncate(UNENFORCED_NAMED);
+        warn!(
+            "cpu.max is not enforced under --policy {} (the kernel's bandwidth control skips sched_ext tasks; --policy sched-be enforces it): {}{} run without their limit",
+            self.policy,
+            new.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
 }

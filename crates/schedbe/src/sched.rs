@@ -17,7 +17,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 use crate::bpf_intf;
 use crate::bpf_skel::*;
 use crate::config::Config;
-use crate::cpumax::CpuMax;
+use crate::cpumax::{BwMaps, CpuMax};
 use crate::flatten::{self, Node};
 use crate::resv::Reservations;
 use crate::rt_takeover;
@@ -201,7 +201,14 @@ impl<'a> Scheduler<'a> {
 
         let limitable: Vec<(u64, &str)> =
             self.tree.iter().filter(|c| c.2 && !c.1.is_empty()).map(|c| (c.0, c.1.as_str())).collect();
-        self.cpumax.sync(&mut self.skel, root, &limitable).context("cannot update the cpu.max slots")?;
+        let m = &self.skel.maps;
+        let maps = BwMaps { slot_of: &m.bw_slot_of, conf: &m.bw_conf, stats: &m.bw_stats };
+        let g = self.cpumax.sync(&maps, root, &limitable).context("cannot update the cpu.max slots")?;
+        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+        bss.bw_on = g.on;
+        if g.bump_gen {
+            bss.bw_gen = bss.bw_gen.wrapping_add(1);
+        }
 
         // Drop the load counters of removed cgroups now and then, so pod churn
         // cannot fill cgrp_load (a full key scan walks every hash bucket).
@@ -219,6 +226,11 @@ impl<'a> Scheduler<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Did ops.cgroup_set_bandwidth see a cgroup that has no slot yet? (Clears the request.)
+    fn bw_rescan_requested(&mut self) -> bool {
+        self.skel.maps.bss_data.as_mut().is_some_and(|b| crate::cpumax::take_rescan_request(&mut b.bw_rescan_req))
     }
 
     /// be_cgroups changed: make the BPF side recompute every task's remembered
@@ -400,7 +412,7 @@ impl<'a> Scheduler<'a> {
             bw_forgiven_ms: t.bw_forgiven_ns as f64 / 1e6,
             bw_unthrottles: t.bw_unthrottles,
             bw_late_ms: t.bw_late_ns as f64 / 1e6,
-            cgroups: self.cpumax.stats(&self.skel),
+            cgroups: self.cpumax.stats(&self.skel.maps.bw_stats),
         })
     }
 
@@ -432,7 +444,7 @@ impl<'a> Scheduler<'a> {
             let now = Instant::now();
             // A cpu.max written on a cgroup created since the last rescan.
             let due = now >= next_rescan;
-            if due || CpuMax::rescan_requested(&mut self.skel) {
+            if due || self.bw_rescan_requested() {
                 if let Err(e) = self.rescan() {
                     warn!("cgroup rescan failed: {e:#}");
                 }

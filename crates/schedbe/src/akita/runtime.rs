@@ -25,6 +25,7 @@ use super::control::{self, Reply, Request};
 use super::placement::{Placement, VmRequest};
 use super::report::{self, Snapshot};
 use super::servers::{self, Ids, ServerConf, MAX_PER_CPU};
+use crate::cpumax::UnenforcedLimits;
 use crate::park::{ParkOptions, Parker};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
@@ -102,6 +103,8 @@ pub struct Runtime<'a> {
     nr_cpus: u32,
     /// Parking of starved BE cgroups (park.rs); None: off.
     parker: Option<Parker>,
+    /// cpu.max limits this policy lifts, said once each.
+    unenforced: UnenforcedLimits,
 }
 
 /// Plain-data BPF struct as the bytes a map update takes.
@@ -231,6 +234,7 @@ impl<'a> Runtime<'a> {
             started: Instant::now(),
             nr_cpus: online.iter().max().map_or(1, |m| m + 1),
             parker,
+            unenforced: UnenforcedLimits::new("akita"),
         };
         // Servers and cgroups before attaching: tasks are on their vCPUs from the first decision.
         rt.sync_servers()?;
@@ -241,6 +245,7 @@ impl<'a> Runtime<'a> {
         rt.link = Some(scx_ops_attach!(rt.skel, akita_ops)?);
         info!("control socket: {} (schedbe akita add|remove|list)", socket.display());
         info!("akita policy enabled: {} VMs on CPUs {}", rt.vms.iter().flatten().count(), super::cpus::format(&rt.cfg.cpus));
+        rt.unenforced.check();
         Ok(rt)
     }
 
@@ -624,6 +629,7 @@ impl<'a> Runtime<'a> {
                     warn!("cgroup rescan failed: {e:#}");
                 }
                 table = self.vm_table(); // threads come and go
+                self.unenforced.check();
                 if let Err(e) = self.drain() {
                     warn!("draining removed servers failed: {e:#}");
                 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * cgroup v2 cpu.max, enforced by schedbe itself, for every policy.
+ * cgroup v2 cpu.max, enforced by schedbe itself, for the SCHED_BE and LLF
+ * policies (LLF in quota mode only).
  *
  * The kernel's CFS bandwidth control does not apply to sched_ext tasks, so
  * loading a sched_ext scheduler would silently lift every CPU limit. This
@@ -66,8 +67,9 @@
  *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases,
  *    bw_restarts, bw_forgiven_ns, bw_unthrottles, bw_late_ns;
  * and, anywhere in the file:
- *  - bw_release_to(p, &dsq, &vtime): the run queue and virtual time a task
- *    leaving a holding queue goes to;
+ *  - bw_release_to(p, &dsq, &vtime, &fifo): the run queue and virtual time
+ *    a task leaving a holding queue goes to (fifo: a FIFO queue, inserted
+ *    in arrival order with @vtime in dsq_vtime);
  *  - bw_released(p, dsq): wake a CPU for it.
  */
 #ifndef __SCHEDBE_CPUMAX_BPF_H
@@ -161,7 +163,7 @@ static u32 bw_nr_throttled;	/* slots throttled now */
 
 static __always_inline u64 bw_dsq(u32 slot) { return SCHEDBE_BW_DSQ_BASE + slot; }
 
-static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime);
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo);
 static void bw_released(struct task_struct *p, u64 dsq);
 
 /* Look up @p's limited ancestors-or-self (innermost first) and cache them in @bt. */
@@ -474,6 +476,7 @@ static void bw_hold_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s
 static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 {
 	u64 now = bpf_ktime_get_ns(), dsq, vtime;
+	bool fifo, moved;
 	/* when this firing was due, to report the timer's lateness at a release */
 	u64 due = s->armed_end;
 	bool was_throttled = s->throttled;
@@ -494,10 +497,14 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 		return 0;
 	}
 	bpf_for_each(scx_dsq, p, bw_dsq(slot), 0) {
-		if (!bw_release_to(p, &dsq, &vtime))
+		fifo = false;
+		if (!bw_release_to(p, &dsq, &vtime, &fifo))
 			continue;
+		/* a FIFO queue keeps @vtime in dsq_vtime too (fifo_guard.bpf.h), ordered by arrival */
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
-		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0)) {
+		moved = fifo ? scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, dsq, 0) :
+			       scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0);
+		if (moved) {
 			STAT_ADD(bw_releases, 1);
 			bw_released(p, dsq);
 		}

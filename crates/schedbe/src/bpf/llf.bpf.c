@@ -45,6 +45,11 @@
  *            not from this policy's counters.
  *  BE:       below every LC task; a BE task queued longer than
  *            starvation_limit_ns gets one slice (guard).
+ *  cpu.max:  a task whose cgroup (or a limited ancestor) has used its quota
+ *            for the period waits in that cgroup's holding queue until the
+ *            period ends (cpumax.bpf.h, quota mode), LC and BE alike; a
+ *            queued task whose cgroup got throttled is moved there when a
+ *            CPU looks at it (consume()), never run.
  *  parking:  a BE task runnable for a whole park_after_ns window with under
  *            1/32 of it on a CPU is reported, and userspace freezes its BE
  *            cgroup (park.rs); a queued BE task that is dying or has a
@@ -57,7 +62,7 @@
  * park_report.bpf.h and park_fifo.bpf.h (parking's starvation windows,
  * reports, and walk of the BE queue), rt_takeover.bpf.h (what waits in the
  * local queue of a CPU an RT/DL task takes goes back through ops.enqueue
- * and finds another CPU).
+ * and finds another CPU), cpumax.bpf.h (cpu.max).
  */
 #include <scx/common.bpf.h>
 #include "llf_intf.h"
@@ -137,6 +142,29 @@ static __always_inline u64 task_cgid(struct task_struct *p)
 
 #include "park_report.bpf.h"
 
+static __always_inline struct llf_stats *my_stats(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
+#define STAT_ADD(field, v) do {						\
+	struct llf_stats *__s = my_stats();				\
+	if (__s)							\
+		__s->field += (v);					\
+} while (0)
+
+#include "rt_takeover.bpf.h"
+
+/*
+ * cpu.max in quota mode (bw_conc_mode stays false: --limit-mode is the
+ * SCHED_BE policy's); the concurrency mode's functions are compiled, unused.
+ */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunused-function"
+#include "cpumax.bpf.h"
+#pragma clang diagnostic pop
+
 struct task_ctx {
 	u64 enq_at;		/* LC: when queued (the floor) */
 	u64 host_load;		/* outside every sandbox: its own load, CPUs x LLF_LOAD_ONE */
@@ -147,6 +175,7 @@ struct task_ctx {
 	u8 be;
 	struct tier_memo memo;
 	struct starve_win starve;	/* BE: parking's starvation window */
+	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
 };
 
 struct {
@@ -176,20 +205,6 @@ static __always_inline struct cpu_state *cpu_state(s32 cpu)
 	u32 k = cpu;
 	return bpf_map_lookup_elem(&cpu_states, &k);
 }
-
-static __always_inline struct llf_stats *my_stats(void)
-{
-	u32 zero = 0;
-	return bpf_map_lookup_elem(&stats, &zero);
-}
-
-#define STAT_ADD(field, v) do {						\
-	struct llf_stats *__s = my_stats();				\
-	if (__s)							\
-		__s->field += (v);					\
-} while (0)
-
-#include "rt_takeover.bpf.h"
 
 /* BE by the shared rules (unless it must run); otherwise LC in its sandbox. */
 static bool classify(struct task_struct *p, struct task_ctx *tctx)
@@ -258,7 +273,8 @@ s32 BPF_STRUCT_OPS(llf_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	if (!tctx || classify(p, tctx))
 		return prev_cpu;	/* BE goes through ops.dispatch, after LC */
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle) {
+	/* a task of a throttled cgroup goes through ops.enqueue, which holds it */
+	if (is_idle && (!bw_on || bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 		STAT_ADD(direct, 1);
 	}
@@ -297,9 +313,22 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	u64 now = bpf_ktime_get_ns(), key;
-	s32 cpu;
+	s32 cpu, slot;
+	bool be = tctx && classify(p, tctx);
 
-	if (tctx && classify(p, tctx)) {
+	/* cpu.max: a task of a throttled cgroup waits for the next period */
+	if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
+		bw_hold(p, slot, enq_flags, now);
+		return;
+	}
+	/*
+	 * The last runnable task of a CPU whose dispatch found nothing else
+	 * (SCX_OPS_ENQ_LAST, so that a throttled one is held, not kept running)
+	 * is queued like any other; its CPU is kicked to dispatch again.
+	 */
+	if (enq_flags & SCX_ENQ_LAST)
+		scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
+	if (be) {
 		starve_open(&tctx->starve, now);
 		fifo_note_enqueue(p, now);
 		scx_bpf_dsq_insert(p, LLF_BE_DSQ, be_slice_ns, enq_flags);
@@ -340,6 +369,9 @@ static bool floor_slice(s32 cpu, u64 now)
 		tctx = task_ctx(p);
 		if (!tctx || now - tctx->enq_at < floor_wait_ns)
 			continue;
+		/* throttled (cpu.max): consume() moves it to its holding queue */
+		if (bw_throttled_slot(p, &tctx->bw, now) >= 0)
+			continue;
 		/* moving a task to a CPU it may not run on is a scheduler error */
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
@@ -368,22 +400,63 @@ static bool be_walk(s32 cpu, u64 now)
 	return true;
 }
 
+/*
+ * Move the first task of @dsq that may run here to this CPU. While some
+ * cgroup is throttled (cpu.max), queued tasks of throttled cgroups go to
+ * their holding queues on the way; otherwise this is one kfunc call.
+ */
+static bool consume(u64 dsq, s32 cpu, u64 now)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	s32 slot;
+
+	if (!bw_nr_throttled)
+		return scx_bpf_dsq_move_to_local(dsq, 0);
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		tctx = task_ctx(p);
+		if (tctx && (slot = bw_throttled_slot(p, &tctx->bw, now)) >= 0) {
+			bw_hold_queued(BPF_FOR_EACH_ITER, p, slot, now);
+			continue;
+		}
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			return true;
+	}
+	return false;
+}
+
 void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 now = bpf_ktime_get_ns();
 
-	if (fifo_head_waited(LLF_BE_DSQ, now, starvation_limit_ns) && scx_bpf_dsq_move_to_local(LLF_BE_DSQ, 0)) {
+	if (fifo_head_waited(LLF_BE_DSQ, now, starvation_limit_ns) && consume(LLF_BE_DSQ, cpu, now)) {
 		STAT_ADD(be_guards, 1);
 		return;
 	}
 	if (be_walk(cpu, now) || floor_slice(cpu, now))
 		return;
-	if (scx_bpf_dsq_move_to_local(LLF_LC_DSQ, 0)) {
+	if (consume(LLF_LC_DSQ, cpu, now)) {
 		STAT_ADD(lc_dispatches, 1);
 		return;
 	}
-	if (scx_bpf_dsq_move_to_local(LLF_BE_DSQ, 0))
+	if (consume(LLF_BE_DSQ, cpu, now))
 		STAT_ADD(be_dispatches, 1);
+}
+
+/*
+ * cpu.max: cut @p's slice to the runtime its cgroups have left, with the
+ * expiry timer armed (sched_ext checks slices only at ticks).
+ */
+static void fit_slice(struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	u64 left = bw_runtime_left(p, &tctx->bw, now);
+
+	if (left >= p->scx.slice)
+		return;
+	left = left > BW_MIN_SLICE_NS ? left : BW_MIN_SLICE_NS;
+	scx_bpf_task_set_slice(p, left);
+	slice_expiry_arm(p, scx_bpf_task_cpu(p), left);
 }
 
 void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
@@ -396,6 +469,8 @@ void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
 	cs->started = bpf_ktime_get_ns();
 	cs->lc = tctx && !tctx->be;
 	cs->key = key_of(tctx, cs->started);
+	if (tctx && bw_on)
+		fit_slice(p, tctx, cs->started);
 }
 
 void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
@@ -414,6 +489,7 @@ void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
 	now = bpf_ktime_get_ns();
 	stint = now - cs->started;
 	starve_ran(&tctx->starve, stint, runnable);
+	bw_charge(p, &tctx->bw, now);
 	if (!tctx->sb) {
 		tctx->host_load = host_key(tctx, now, stint);
 		tctx->host_at = now;
@@ -422,11 +498,16 @@ void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
 	}
 }
 
-/* Per tick: rescue tasks stranded behind an RT/DL task on another CPU (v7.1+). */
+/* Per tick: rescue tasks stranded behind an RT/DL task on another CPU (v7.1+); charge cpu.max. */
 void BPF_STRUCT_OPS(llf_tick, struct task_struct *p)
 {
+	struct task_ctx *tctx;
+
 	if (nr_rt_cpus > 0)	/* no clock read while no RT/DL task holds a CPU */
 		rescue_stranded(bpf_get_smp_processor_id(), bpf_ktime_get_ns());
+	/* cpu.max: a task that keeps its CPU is charged here; throttled, it stops now (ops.enqueue holds it) */
+	if (bw_on && (tctx = task_ctx(p)) && bw_charge(p, &tctx->bw, bpf_ktime_get_ns()))
+		scx_bpf_task_set_slice(p, 0);
 }
 
 /* An RT/DL task took the CPU (kernels before v6.19; newer ones: the sched_switch program). */
@@ -452,9 +533,51 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(llf_init)
 
 	if (!err)
 		err = scx_bpf_create_dsq(LLF_BE_DSQ, -1);
-	if (err)
+	if (err) {
 		scx_bpf_error("failed to create the LC and BE queues: %d", err);
-	return err;
+		return err;
+	}
+	return bw_init();
+}
+
+/* cpu.max or cpu.max.burst written (v6.17+; userspace leaves it out on older kernels). */
+void BPF_STRUCT_OPS(llf_cgroup_set_bandwidth, struct cgroup *cgrp,
+		    u64 period_us, u64 quota_us, u64 burst_us)
+{
+	bw_set(BPF_CORE_READ(cgrp, kn, id), period_us, quota_us, burst_us);
+}
+
+/*
+ * cpu.max: a task leaving its cgroup's holding queue goes back to its queue:
+ * BE to the FIFO queue, as if queued now (time held is not starvation); LC
+ * by its sandbox's load, as if queued now.
+ */
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u64 now = bpf_ktime_get_ns();
+
+	if (tctx && tctx->be) {
+		starve_restart(&tctx->starve, now);
+		*dsq = LLF_BE_DSQ;
+		*vtime = now;	/* fifo_note_enqueue() */
+		*fifo = true;
+		return true;
+	}
+	if (tctx)
+		tctx->enq_at = now;
+	*dsq = LLF_LC_DSQ;
+	*vtime = (key_of(tctx, now) << 32) | ((now >> 16) & 0xffffffff);
+	return true;
+}
+
+/* cpu.max: wake an idle CPU for a released task. */
+static void bw_released(struct task_struct *p, u64 dsq)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 /* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
@@ -480,4 +603,7 @@ SCX_OPS_DEFINE(llf_ops,
 	       .init		= (void *)llf_init,
 	       .exit		= (void *)llf_exit,
 	       .cgroup_set_idle	= (void *)llf_cgroup_set_idle,
+	       .cgroup_set_bandwidth = (void *)llf_cgroup_set_bandwidth,
+	       /* so a throttled last task is enqueued (and held), not kept running */
+	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "schedbe_llf");

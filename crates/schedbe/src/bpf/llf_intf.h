@@ -29,6 +29,13 @@ struct llf_stats {
 	u64 be_rescues;		/* queued BE tasks run because they must (dying, freezing) */
 	u64 rt_evacuations;	/* local queues sent back when an RT/DL task took their CPU (rt_takeover.bpf.h) */
 	u64 rt_rescues;		/* local queues stranded behind RT/DL tasks on other CPUs, sent back */
+	/* cpu.max (cpumax.bpf.h) */
+	u64 bw_holds;		/* tasks held because their cgroup was throttled */
+	u64 bw_releases;	/* held tasks released at a period boundary */
+	u64 bw_restarts;	/* a slot's limit (re)started with a full quota */
+	u64 bw_forgiven_ns;	/* overrun forgiven (debt beyond BW_MAX_THROTTLE_NS) */
+	u64 bw_unthrottles;
+	u64 bw_late_ns;		/* how late the period timer fired, summed over unthrottles */
 };
 
 #endif /* __LLF_INTF_H */

@@ -218,7 +218,7 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
  * queue with the sleeper floor (time held is not credit). A BE task starts a
  * new starvation window: time held is not starvation.
  */
-static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime)
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	u32 llc = llc_of(scx_bpf_task_cpu(p));

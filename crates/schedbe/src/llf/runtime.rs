@@ -19,6 +19,7 @@ use super::bpf::intf;
 use super::bpf::*;
 use crate::agent::discover::{self, Sandbox};
 use crate::agent::load::{LoadTracker, Sample};
+use crate::cpumax::{BwMaps, CpuMax};
 use crate::park::{ParkCounts, ParkOptions, Parker};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
@@ -52,6 +53,8 @@ struct Runtime<'a> {
     rules: BeRules,
     be_ids: IdSet,
     parker: Option<Parker>,
+    /// cpu.max, enforced in quota mode (cpumax.bpf.h, cpumax.rs).
+    cpumax: CpuMax,
 }
 
 #[derive(Serialize)]
@@ -74,6 +77,9 @@ struct StatsRow {
     rt_rescues: u64,
     /// Parked BE cgroups now, and park/unpark events since load.
     parking: ParkCounts,
+    /// cpu.max: each limited cgroup's throttling since load, as cpu.stat
+    /// reports it (the same field as the SCHED_BE policy's stats).
+    cgroups: std::collections::BTreeMap<String, crate::cpumax::CgroupBw>,
 }
 
 impl<'a> Runtime<'a> {
@@ -96,6 +102,13 @@ impl<'a> Runtime<'a> {
             skel.struct_ops.llf_ops_mut().cgroup_set_idle = std::ptr::null_mut();
             skel.progs.llf_cgroup_set_idle.set_autoload(false);
         }
+        // cpu.max writes reach the BPF side at once through
+        // ops.cgroup_set_bandwidth (v6.17+); before, the periodic rescan does.
+        let set_bw = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth").unwrap_or(false);
+        if !set_bw {
+            skel.struct_ops.llf_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
+            skel.progs.llf_cgroup_set_bandwidth.set_autoload(false);
+        }
         if rt_from_tp {
             skel.struct_ops.llf_ops_mut().cpu_release = std::ptr::null_mut();
             skel.progs.llf_cpu_release.set_autoload(false);
@@ -117,6 +130,7 @@ impl<'a> Runtime<'a> {
             rules: BeRules::defaults(),
             be_ids: IdSet::default(),
             parker,
+            cpumax: CpuMax::default(),
         };
         rt.rescan().context("initial cgroup scan failed")?;
         rt.update_keys()?;
@@ -162,12 +176,25 @@ impl<'a> Runtime<'a> {
             info!("{} sandboxes", self.sandboxes.len());
         }
         let be_changed = crate::be_sync::sync(&self.skel.maps.be_cgroups, &all, &self.rules, &mut self.be_ids)?;
+        // cpu.max: every cgroup with the cpu controller gets a slot (the root has no cpu.max)
+        let limitable: Vec<(u64, &str)> = all
+            .iter()
+            .filter(|c| !c.rel.is_empty() && root.join(&c.rel).join("cpu.weight").exists())
+            .map(|c| (c.id, c.rel.as_str()))
+            .collect();
+        let m = &self.skel.maps;
+        let maps = BwMaps { slot_of: &m.bw_slot_of, conf: &m.bw_conf, stats: &m.bw_stats };
+        let bw = self.cpumax.sync(&maps, root, &limitable).context("cannot update the cpu.max slots")?;
         let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
         if be_changed {
             bss.tier_gen = bss.tier_gen.wrapping_add(1);
         }
         if changed {
             bss.llf_gen = bss.llf_gen.wrapping_add(1);
+        }
+        bss.bw_on = bw.on;
+        if bw.bump_gen {
+            bss.bw_gen = bss.bw_gen.wrapping_add(1);
         }
         Ok(())
     }
@@ -253,8 +280,14 @@ impl<'a> Runtime<'a> {
             rt_evacuations: c.rt_evacuations - prev.rt_evacuations,
             rt_rescues: c.rt_rescues - prev.rt_rescues,
             parking: self.parker.as_ref().map(|p| p.counts()).unwrap_or_default(),
+            cgroups: self.cpumax.stats(&self.skel.maps.bw_stats),
         };
         (row, c)
+    }
+
+    /// Did ops.cgroup_set_bandwidth see a cgroup that has no slot yet? (Clears the request.)
+    fn bw_rescan_requested(&mut self) -> bool {
+        self.skel.maps.bss_data.as_mut().is_some_and(|b| crate::cpumax::take_rescan_request(&mut b.bw_rescan_req))
     }
 
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
@@ -265,11 +298,15 @@ impl<'a> Runtime<'a> {
         let mut prev: intf::llf_stats = unsafe { std::mem::zeroed() };
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             let now = Instant::now();
-            if now >= next_rescan {
+            // also when ops.cgroup_set_bandwidth saw a limit on a cgroup created since the last rescan
+            let due = now >= next_rescan;
+            if due || self.bw_rescan_requested() {
                 if let Err(e) = self.rescan() {
                     warn!("cgroup rescan failed: {e:#}");
                 }
-                next_rescan = now + RESCAN;
+                if due {
+                    next_rescan = now + RESCAN;
+                }
             }
             if now >= next_update {
                 if let Err(e) = self.update_keys() {
