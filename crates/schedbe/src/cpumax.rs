@@ -223,7 +223,7 @@ const UNENFORCED_RECHECK: std::time::Duration = std::time::Duration::from_secs(3
 /// Cgroups named per warning; the count says how many more.
 const UNENFORCED_NAMED: usize = 5;
 
-/// For the policies that do not enforce cpu.max (Akita, LLF): sched_ext
+/// For a policy that does not enforce cpu.max (Akita): sched_ext
 /// tasks are outside the kernel's bandwidth control, so while such a policy
 /// is loaded every cpu.max limit is lifted. Say so, once per limited cgroup,
 /// at start and as limits appear.
