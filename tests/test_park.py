@@ -55,6 +55,20 @@ def lc_hogs(lc, cpus=None):
     return [tl.spawn(tl.BUSY_LOOP, cgroup=lc, cpus={c}) for c in cpus]
 
 
+def guardians():
+    """PIDs of running `schedbe guard` processes (the parking guardian)."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if len(argv) > 1 and argv[1] == b"guard":
+            found.append(int(d))
+    return found
+
+
 def park_under_overload(sched, lc, be):
     """BE hogs run, then LC hogs take every CPU: wait until BE is parked.
     Returns (LC procs, seconds from overload start to frozen)."""
@@ -136,7 +150,19 @@ def test_sigkill_daemon_guardian_thaws():
             hogs, _ = park_under_overload(sched, lc, be)
             t0 = time.monotonic()
             os.kill(sched.proc.pid, signal.SIGKILL)  # the daemon only, not its guardian
-            tl.wait_for(lambda: not tl.cg_frozen(be), GUARDIAN_MAX_S, what="the guardian to thaw BE")
+            t_off = []      # when sched_ext was first seen disabled, for the log
+
+            def thawed():
+                if not t_off and tl.scx_state() == "disabled":
+                    t_off.append(time.monotonic() - t0)
+                return not tl.cg_frozen(be)
+            try:
+                tl.wait_for(thawed, GUARDIAN_MAX_S, what="the guardian to thaw BE")
+            except TimeoutError:
+                raise AssertionError(
+                    f"BE still frozen {GUARDIAN_MAX_S}s after SIGKILL of the daemon: sched_ext {tl.scx_state()} "
+                    f"(seen disabled after {t_off[0] if t_off else '-'} s), guardian processes {guardians()}; "
+                    f"daemon's log:\n{sched.log_tail()}") from None
             t_thaw = time.monotonic() - t0
             tl.wait_for(lambda: tl.scx_state() == "disabled", 30, what="sched_ext disabled")
             # Next to one LC hog per CPU, EEVDF gives a cpu.idle group (weight 3
@@ -147,7 +173,8 @@ def test_sigkill_daemon_guardian_thaws():
             for p in hogs:
                 tl.kill_proc(p)
             ran = tl.usage_grows(be, 1.0)
-            tl.log(f"park-sigkill: BE thawed {t_thaw:.2f}s after SIGKILL of the daemon; "
+            tl.log(f"park-sigkill: BE thawed {t_thaw:.2f}s after SIGKILL of the daemon (sched_ext seen disabled "
+                   f"after {t_off[0] if t_off else '-'} s); "
                    f"then used {beside} us in 1 s under EEVDF beside the LC hogs and {ran} us "
                    f"in 1 s after them; state file {tl.park_state_cgroups()}")
             assert all(p.poll() is None for p in bes), "a BE task died with the daemon"

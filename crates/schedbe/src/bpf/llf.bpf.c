@@ -323,8 +323,9 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	/*
 	 * The last runnable task of a CPU whose dispatch found nothing else
-	 * (SCX_OPS_ENQ_LAST, so that a throttled one is held, not kept running)
-	 * is queued like any other; its CPU is kicked to dispatch again.
+	 * (SCX_OPS_ENQ_LAST, so that a throttled one is held, not kept
+	 * running): ops.dispatch keeps any other (keep_prev()), so this is a
+	 * backstop; it is queued like any other and its CPU kicked.
 	 */
 	if (enq_flags & SCX_ENQ_LAST)
 		scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
@@ -426,9 +427,12 @@ static bool consume(u64 dsq, s32 cpu, u64 now)
 	return false;
 }
 
+static bool keep_prev(struct task_struct *prev, struct task_ctx *tctx, u64 slice, u64 now);
+
 void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 now = bpf_ktime_get_ns();
+	struct task_ctx *pctx = prev && (prev->scx.flags & SCX_TASK_QUEUED) ? task_ctx(prev) : NULL;
 
 	if (fifo_head_waited(LLF_BE_DSQ, now, starvation_limit_ns) && consume(LLF_BE_DSQ, cpu, now)) {
 		STAT_ADD(be_guards, 1);
@@ -440,8 +444,15 @@ void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
 		STAT_ADD(lc_dispatches, 1);
 		return;
 	}
-	if (consume(LLF_BE_DSQ, cpu, now))
+	/* a runnable LC prev keeps the CPU over any BE task */
+	if (pctx && !pctx->be && keep_prev(prev, pctx, slice_ns, now))
+		return;
+	if (consume(LLF_BE_DSQ, cpu, now)) {
 		STAT_ADD(be_dispatches, 1);
+		return;
+	}
+	if (pctx && pctx->be)
+		keep_prev(prev, pctx, be_slice_ns, now);
 }
 
 /*
@@ -459,43 +470,80 @@ static void fit_slice(struct task_struct *p, struct task_ctx *tctx, u64 now)
 	slice_expiry_arm(p, scx_bpf_task_cpu(p), left);
 }
 
-void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
+/* The start of a stint on a CPU: what preemption reads, and the slice cpu.max leaves. */
+static void stint_start(struct task_struct *p, struct task_ctx *tctx, struct cpu_state *cs, u64 now)
 {
-	struct task_ctx *tctx = task_ctx(p);
-	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
-
-	if (!cs)
-		return;
-	cs->started = bpf_ktime_get_ns();
+	cs->started = now;
 	cs->lc = tctx && !tctx->be;
-	cs->key = key_of(tctx, cs->started);
+	cs->key = key_of(tctx, now);
 	if (tctx && bw_on)
-		fit_slice(p, tctx, cs->started);
+		fit_slice(p, tctx, now);
 }
 
-void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
+/*
+ * The CPU time of the stint since cs->started, to the task's sandbox (or its
+ * own load), its starvation window and cpu.max. True when a cgroup of its
+ * is throttled now.
+ */
+static bool stint_charge(struct task_struct *p, struct cpu_state *cs, u64 now, bool runnable)
 {
-	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
-	struct task_ctx *tctx;
-	u64 *ran, now, stint;
+	struct task_ctx *tctx = task_ctx(p);
+	u64 *ran, stint = now - cs->started;
 
-	if (!cs)
-		return;
-	cs->lc = 0;
-	/* the stint since ops.running: to its sandbox's CPU time, or to its own load */
-	tctx = task_ctx(p);
 	if (!tctx)
-		return;
-	now = bpf_ktime_get_ns();
-	stint = now - cs->started;
+		return false;
 	starve_ran(&tctx->starve, stint, runnable);
-	bw_charge(p, &tctx->bw, now);
 	if (!tctx->sb) {
 		tctx->host_load = host_key(tctx, now, stint);
 		tctx->host_at = now;
 	} else if ((ran = bpf_map_lookup_elem(&sandbox_ran, &tctx->sb))) {
 		__sync_fetch_and_add(ran, stint);
 	}
+	return bw_charge(p, &tctx->bw, now);
+}
+
+void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
+{
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
+
+	if (cs)
+		stint_start(p, task_ctx(p), cs, bpf_ktime_get_ns());
+}
+
+void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
+{
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
+
+	if (!cs)
+		return;
+	cs->lc = 0;
+	stint_charge(p, cs, bpf_ktime_get_ns(), runnable);
+}
+
+/*
+ * ops.dispatch found nothing else for this CPU and @prev is still runnable:
+ * it keeps the CPU for another slice. Without this, its slice's end took
+ * the SCX_ENQ_LAST path (ops.enqueue, a kick, the CPU idle until it
+ * dispatched again), which left up to 5% of 4 CPUs idle beside runnable
+ * hogs under emulation. ops.stopping and ops.running are not called for a
+ * kept task, so its stint is charged and started again here. A throttled
+ * prev does not keep the CPU: ops.enqueue holds it.
+ */
+static bool keep_prev(struct task_struct *prev, struct task_ctx *tctx, u64 slice, u64 now)
+{
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(prev));
+	bool throttled;
+
+	if (!cs)
+		return false;
+	throttled = stint_charge(prev, cs, now, true);
+	cs->started = now;	/* charged up to now, whatever follows */
+	if (throttled && bw_throttled_slot(prev, &tctx->bw, now) >= 0)
+		return false;
+	scx_bpf_task_set_slice(prev, slice);
+	stint_start(prev, tctx, cs, now);
+	STAT_ADD(kept, 1);
+	return true;
 }
 
 /* Per tick: rescue tasks stranded behind an RT/DL task on another CPU (v7.1+); charge cpu.max. */

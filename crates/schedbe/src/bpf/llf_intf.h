@@ -25,6 +25,7 @@ struct llf_stats {
 	u64 preempts;		/* a lighter sandbox's wakeup preempted a heavier one's task */
 	u64 be_dispatches;
 	u64 be_guards;		/* BE tasks run by the starvation guard */
+	u64 kept;		/* a runnable task kept its CPU for another slice: nothing else could run there */
 	u64 starved_reports;	/* parking: starved BE tasks reported (park_report.bpf.h) */
 	u64 be_rescues;		/* queued BE tasks run because they must (dying, freezing) */
 	u64 rt_evacuations;	/* local queues sent back when an RT/DL task took their CPU (rt_takeover.bpf.h) */

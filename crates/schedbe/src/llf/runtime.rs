@@ -69,6 +69,8 @@ struct StatsRow {
     preempts: u64,
     be_dispatches: u64,
     be_guards: u64,
+    /// A runnable task kept its CPU for another slice (nothing else could run there).
+    kept: u64,
     /// Parking: starved BE tasks reported, queued BE tasks run because they had to.
     starved_reports: u64,
     be_rescues: u64,
@@ -249,6 +251,7 @@ impl<'a> Runtime<'a> {
                 t.preempts += s.preempts;
                 t.be_dispatches += s.be_dispatches;
                 t.be_guards += s.be_guards;
+                t.kept += s.kept;
                 t.starved_reports += s.starved_reports;
                 t.be_rescues += s.be_rescues;
                 t.rt_evacuations += s.rt_evacuations;
@@ -275,6 +278,7 @@ impl<'a> Runtime<'a> {
             preempts: c.preempts - prev.preempts,
             be_dispatches: c.be_dispatches - prev.be_dispatches,
             be_guards: c.be_guards - prev.be_guards,
+            kept: c.kept - prev.kept,
             starved_reports: c.starved_reports - prev.starved_reports,
             be_rescues: c.be_rescues - prev.be_rescues,
             rt_evacuations: c.rt_evacuations - prev.rt_evacuations,
