@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirEntryExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -127,8 +127,10 @@ pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {
             }
             let name = e.file_name().to_string_lossy().into_owned();
             let crel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
-            let Ok(m) = e.metadata() else { continue };
-            out.push(Cgroup { rel: crel.clone(), id: m.ino() });
+            // d_ino from readdir: kernfs reports the node's id there as it
+            // does in stat's st_ino, so no statx per cgroup (a daemon walks
+            // the tree every second)
+            out.push(Cgroup { rel: crel.clone(), id: e.ino() });
             stack.push((e.path(), crel));
         }
     }

@@ -109,11 +109,18 @@ impl CpuMax {
     /// those with the cpu controller, the root excluded), in the maps of
     /// any policy that includes cpumax.bpf.h. The caller writes the result
     /// to its BPF globals: bw_on, and a bump of bw_gen when chains changed.
-    pub fn sync<M: MapCore>(&mut self, maps: &BwMaps<'_, M>, root: &Path, cgroups: &[(u64, &str)]) -> Result<BwGlobals> {
+    ///
+    /// `reread`: read the cpu.max of every cgroup; otherwise only of those
+    /// without a slot yet, the others keeping what was read last
+    /// (cgrp_watch.bpf.h says when the files must be read again).
+    pub fn sync<M: MapCore>(&mut self, maps: &BwMaps<'_, M>, root: &Path, cgroups: &[(u64, &str)], reread: bool) -> Result<BwGlobals> {
         let mut chains_changed = false;
         let mut live = HashSet::new();
         for &(id, rel) in cgroups {
             live.insert(id);
+            if !reread && self.slot_of.get(&id).and_then(|s| self.slots.get(s)).is_some_and(|s| s.rel == rel) {
+                continue;
+            }
             let limit = match schedbe_cgroup::bandwidth(root, rel) {
                 Ok(l) => {
                     self.warned.remove(rel);

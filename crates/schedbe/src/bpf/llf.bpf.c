@@ -62,7 +62,8 @@
  * park_report.bpf.h and park_fifo.bpf.h (parking's starvation windows,
  * reports, and walk of the BE queue), rt_takeover.bpf.h (what waits in the
  * local queue of a CPU an RT/DL task takes goes back through ops.enqueue
- * and finds another CPU), cpumax.bpf.h (cpu.max).
+ * and finds another CPU), cpumax.bpf.h (cpu.max), cgrp_watch.bpf.h (when
+ * userspace reads cgroup files again).
  */
 #include <scx/common.bpf.h>
 #include "llf_intf.h"
@@ -163,6 +164,7 @@ static __always_inline struct llf_stats *my_stats(void)
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wunused-function"
 #include "cpumax.bpf.h"
+#include "cgrp_watch.bpf.h"
 #pragma clang diagnostic pop
 
 struct task_ctx {
@@ -634,6 +636,18 @@ void BPF_STRUCT_OPS(llf_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 	tier_cache_invalidate();
 }
 
+/* A cgroup got or lost the cpu controller: its files are read again (cgrp_watch.bpf.h). */
+s32 BPF_STRUCT_OPS(llf_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
+{
+	cgrp_reread();
+	return 0;
+}
+
+void BPF_STRUCT_OPS(llf_cgroup_exit, struct cgroup *cgrp)
+{
+	cgrp_reread();
+}
+
 void BPF_STRUCT_OPS(llf_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
@@ -651,6 +665,8 @@ SCX_OPS_DEFINE(llf_ops,
 	       .init		= (void *)llf_init,
 	       .exit		= (void *)llf_exit,
 	       .cgroup_set_idle	= (void *)llf_cgroup_set_idle,
+	       .cgroup_init	= (void *)llf_cgroup_init,
+	       .cgroup_exit	= (void *)llf_cgroup_exit,
 	       .cgroup_set_bandwidth = (void *)llf_cgroup_set_bandwidth,
 	       /* so a throttled last task is enqueued (and held), not kept running */
 	       .flags		= SCX_OPS_ENQ_LAST,

@@ -63,7 +63,8 @@
  * Shared with other policies: tier.bpf.h (LC/BE rules) and tier_cache.bpf.h
  * (those rules remembered per task), task_state.bpf.h
  * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h,
- * park_report.bpf.h (starvation windows and parking's reports).
+ * park_report.bpf.h (starvation windows and parking's reports),
+ * cgrp_watch.bpf.h (when userspace reads cgroup files again).
  * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
  * load), cpu_cur.bpf.h (what each CPU runs), resv.bpf.h (reservations),
  * lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
@@ -135,6 +136,7 @@ static __always_inline u64 task_cgid(struct task_struct *p)
 #include "park_report.bpf.h"
 #include "rt_takeover.bpf.h"
 #include "cpumax.bpf.h"
+#include "cgrp_watch.bpf.h"
 #include "lc_weight.bpf.h"
 #include "cpu_cur.bpf.h"
 #include "resv.bpf.h"
@@ -735,6 +737,24 @@ void BPF_STRUCT_OPS(schedbe_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 	tier_cache_invalidate();
 }
 
+/* A cgroup got or lost the cpu controller: its files are read again (cgrp_watch.bpf.h). */
+s32 BPF_STRUCT_OPS(schedbe_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
+{
+	cgrp_reread();
+	return 0;
+}
+
+void BPF_STRUCT_OPS(schedbe_cgroup_exit, struct cgroup *cgrp)
+{
+	cgrp_reread();
+}
+
+/* cpu.weight written: the weights are read again (cgrp_watch.bpf.h). */
+void BPF_STRUCT_OPS(schedbe_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	cgrp_reread();
+}
+
 void BPF_STRUCT_OPS(schedbe_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
@@ -759,6 +779,9 @@ SCX_OPS_DEFINE(schedbe_ops,
 	       .exit		= (void *)schedbe_exit,
 	       .cgroup_set_bandwidth = (void *)schedbe_cgroup_set_bandwidth,
 	       .cgroup_set_idle	= (void *)schedbe_cgroup_set_idle,
+	       .cgroup_init	= (void *)schedbe_cgroup_init,
+	       .cgroup_exit	= (void *)schedbe_cgroup_exit,
+	       .cgroup_set_weight = (void *)schedbe_cgroup_set_weight,
 	       /* so a throttled last task is enqueued (and held), not kept running */
 	       .flags		= SCX_OPS_ENQ_LAST,
 	       .name		= "schedbe");

@@ -27,6 +27,9 @@ use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 const UPDATE: Duration = Duration::from_millis(200);
 /// How often the sandboxes are looked for.
 const RESCAN: Duration = Duration::from_secs(1);
+/// Every how many rescans the files of every cgroup are read again, whatever
+/// the kernel reported (cgrp_watch.bpf.h).
+const REREAD_EVERY: u64 = 30;
 const SHUTDOWN_POLL: Duration = Duration::from_millis(250);
 
 /// What `schedbe run --policy llf` was asked.
@@ -55,6 +58,11 @@ struct Runtime<'a> {
     parker: Option<Parker>,
     /// cpu.max, enforced in quota mode (cpumax.bpf.h, cpumax.rs).
     cpumax: CpuMax,
+    /// Which cgroups have the cpu controller (cpu.weight exists), by id: (path, yes).
+    has_cpu: HashMap<u64, (String, bool)>,
+    /// cpu.max writes are not reported (no ops.cgroup_set_bandwidth, before v6.17): read it at every rescan.
+    poll_cpu_max: bool,
+    rescans: u64,
 }
 
 #[derive(Serialize)]
@@ -133,8 +141,11 @@ impl<'a> Runtime<'a> {
             be_ids: IdSet::default(),
             parker,
             cpumax: CpuMax::default(),
+            has_cpu: HashMap::new(),
+            poll_cpu_max: !set_bw,
+            rescans: 0,
         };
-        rt.rescan().context("initial cgroup scan failed")?;
+        rt.rescan(true).context("initial cgroup scan failed")?;
         rt.update_keys()?;
         rt.link = Some(scx_ops_attach!(rt.skel, llf_ops)?);
         info!("llf policy enabled: {} sandboxes (patterns: {})", rt.sandboxes.len(), rt.pats.patterns().join(", "));
@@ -148,7 +159,12 @@ impl<'a> Runtime<'a> {
     }
 
     /// Find the sandboxes and the BE cgroups; drop the keys of sandboxes that are gone.
-    fn rescan(&mut self) -> Result<()> {
+    ///
+    /// The files of cgroups seen before are read again only when `reread`
+    /// (cpu.max was written), the kernel reported a change
+    /// (cgrp_watch.bpf.h), cpu.max writes are not reported, or every
+    /// REREAD_EVERY rescans; the walk itself runs each time.
+    fn rescan(&mut self, reread: bool) -> Result<()> {
         let root = Path::new(CGROUP_ROOT);
         // one walk of the tree for both the sandboxes and the BE cgroups
         let all = schedbe_cgroup::walk(root)?;
@@ -178,15 +194,27 @@ impl<'a> Runtime<'a> {
             info!("{} sandboxes", self.sandboxes.len());
         }
         let be_changed = crate::be_sync::sync(&self.skel.maps.be_cgroups, &all, &self.rules, &mut self.be_ids)?;
+        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+        let reread = crate::cpumax::take_rescan_request(&mut bss.cgrp_reread_req)
+            || reread
+            || self.poll_cpu_max
+            || self.rescans.is_multiple_of(REREAD_EVERY);
+        self.rescans += 1;
         // cpu.max: every cgroup with the cpu controller gets a slot (the root has no cpu.max)
-        let limitable: Vec<(u64, &str)> = all
+        let known = if reread { HashMap::new() } else { std::mem::take(&mut self.has_cpu) };
+        self.has_cpu = all
             .iter()
-            .filter(|c| !c.rel.is_empty() && root.join(&c.rel).join("cpu.weight").exists())
-            .map(|c| (c.id, c.rel.as_str()))
+            .filter(|c| !c.rel.is_empty())
+            .map(|c| match known.get(&c.id) {
+                Some((rel, yes)) if *rel == c.rel => (c.id, (c.rel.clone(), *yes)),
+                _ => (c.id, (c.rel.clone(), root.join(&c.rel).join("cpu.weight").exists())),
+            })
             .collect();
+        let limitable: Vec<(u64, &str)> =
+            self.has_cpu.iter().filter(|(_, (_, yes))| *yes).map(|(id, (rel, _))| (*id, rel.as_str())).collect();
         let m = &self.skel.maps;
         let maps = BwMaps { slot_of: &m.bw_slot_of, conf: &m.bw_conf, stats: &m.bw_stats };
-        let bw = self.cpumax.sync(&maps, root, &limitable).context("cannot update the cpu.max slots")?;
+        let bw = self.cpumax.sync(&maps, root, &limitable, reread).context("cannot update the cpu.max slots")?;
         let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
         if be_changed {
             bss.tier_gen = bss.tier_gen.wrapping_add(1);
@@ -304,8 +332,9 @@ impl<'a> Runtime<'a> {
             let now = Instant::now();
             // also when ops.cgroup_set_bandwidth saw a limit on a cgroup created since the last rescan
             let due = now >= next_rescan;
-            if due || self.bw_rescan_requested() {
-                if let Err(e) = self.rescan() {
+            let bw_written = self.bw_rescan_requested();
+            if due || bw_written {
+                if let Err(e) = self.rescan(bw_written) {
                     warn!("cgroup rescan failed: {e:#}");
                 }
                 if due {

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * When userspace must read cgroupfs again. Each policy's daemon walks the
+ * cgroup tree every second for cgroups created or removed, and reads the
+ * files of new ones (cpu.weight, cpu.max). Re-reading every cgroup's files
+ * every second cost a quarter of a CPU under emulation on a node of 1000
+ * cgroups, so the ones it already knows are read again only when the kernel
+ * says something changed:
+ *  - a cgroup got or lost the cpu controller (ops.cgroup_init/exit: its
+ *    cpu.weight and cpu.max appear or go);
+ *  - cpu.weight was written (ops.cgroup_set_weight, the SCHED_BE policy's
+ *    weights);
+ *  - cpu.max was written: bw_rescan_req (cpumax.bpf.h, v6.17+; before,
+ *    userspace reads cpu.max at every rescan);
+ * and, as a backstop, every 30th rescan. Userspace clears the request when
+ * it reads it (cpumax.rs take_rescan_request()).
+ */
+#ifndef __SCHEDBE_CGRP_WATCH_BPF_H
+#define __SCHEDBE_CGRP_WATCH_BPF_H
+
+u32 cgrp_reread_req;
+
+static __always_inline void cgrp_reread(void)
+{
+	cgrp_reread_req = 1;
+}
+
+#endif /* __SCHEDBE_CGRP_WATCH_BPF_H */
