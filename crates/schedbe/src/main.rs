@@ -29,6 +29,7 @@ mod akita;
 mod be_sync;
 mod bpf_intf;
 mod bpf_skel;
+mod cgrp_watch;
 mod config;
 mod cpumax;
 mod exec;

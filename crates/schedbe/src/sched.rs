@@ -25,9 +25,6 @@ use crate::park::{self, Parker};
 use crate::stats::Metrics;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
-/// Every how many rescans the files of every cgroup are read again, whatever
-/// the kernel reported (cgrp_watch.bpf.h).
-const REREAD_EVERY: u64 = 30;
 /// Every how many rescans stale cgrp_load entries are removed.
 const LOAD_GC_EVERY: u64 = 10;
 /// Longest sleep of the main loop: how soon SIGINT/SIGTERM or the kernel
@@ -178,13 +175,13 @@ impl<'a> Scheduler<'a> {
     /// patterns, warn about cpu.max, and cache ids and weights for flattening.
     ///
     /// The files of cgroups seen before (cpu.weight, cpu.max) are read again
-    /// only when `reread` (cpu.max was written), the kernel reported a
-    /// change (cgrp_watch.bpf.h), cpu.max writes are not reported (before
-    /// v6.17), or every REREAD_EVERY rescans; the walk itself runs each time.
+    /// only when `reread` (cpu.max was written) or cgrp_watch::reread_due()
+    /// says so; the walk itself runs each time.
     fn rescan(&mut self, reread: bool) -> Result<()> {
         let root = Path::new(CGROUP_ROOT);
         let all = schedbe_cgroup::walk(root)?;
-        let reread = self.reread_due(reread)?;
+        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
+        let reread = crate::cgrp_watch::reread_due(&mut bss.cgrp_reread_req, reread, self.poll_cpu_max, self.rescans);
         let known: HashMap<u64, (String, bool, u32)> =
             if reread { HashMap::new() } else { self.tree.drain(..).map(|(id, rel, h, w)| (id, (rel, h, w))).collect() };
         self.tree = all
@@ -243,13 +240,6 @@ impl<'a> Scheduler<'a> {
             }
         }
         Ok(())
-    }
-
-    /// Must this rescan read every cgroup's files again? (cgrp_watch.bpf.h; clears the request.)
-    fn reread_due(&mut self, asked: bool) -> Result<bool> {
-        let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
-        let told = crate::cpumax::take_rescan_request(&mut bss.cgrp_reread_req);
-        Ok(asked || told || self.poll_cpu_max || self.rescans.is_multiple_of(REREAD_EVERY))
     }
 
     /// Was cpu.max written (ops.cgroup_set_bandwidth)? (Clears the request.)

@@ -13,7 +13,7 @@
  *  - cpu.max was written: bw_rescan_req (cpumax.bpf.h, v6.17+; before,
  *    userspace reads cpu.max at every rescan);
  * and, as a backstop, every 30th rescan. Userspace clears the request when
- * it reads it (cpumax.rs take_rescan_request()).
+ * it reads it (cgrp_watch.rs).
  */
 #ifndef __SCHEDBE_CGRP_WATCH_BPF_H
 #define __SCHEDBE_CGRP_WATCH_BPF_H

@@ -487,9 +487,8 @@ static void stint_start(struct task_struct *p, struct task_ctx *tctx, struct cpu
  * own load), its starvation window and cpu.max. True when a cgroup of its
  * is throttled now.
  */
-static bool stint_charge(struct task_struct *p, struct cpu_state *cs, u64 now, bool runnable)
+static bool stint_charge(struct task_struct *p, struct task_ctx *tctx, struct cpu_state *cs, u64 now, bool runnable)
 {
-	struct task_ctx *tctx = task_ctx(p);
 	u64 *ran, stint = now - cs->started;
 
 	if (!tctx)
@@ -519,7 +518,7 @@ void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
 	if (!cs)
 		return;
 	cs->lc = 0;
-	stint_charge(p, cs, bpf_ktime_get_ns(), runnable);
+	stint_charge(p, task_ctx(p), cs, bpf_ktime_get_ns(), runnable);
 }
 
 /*
@@ -538,8 +537,9 @@ static bool keep_prev(struct task_struct *prev, struct task_ctx *tctx, u64 slice
 
 	if (!cs)
 		return false;
-	throttled = stint_charge(prev, cs, now, true);
+	throttled = stint_charge(prev, tctx, cs, now, true);
 	cs->started = now;	/* charged up to now, whatever follows */
+	/* bw_throttled_slot() lets a dying or freezing task run on */
 	if (throttled && bw_throttled_slot(prev, &tctx->bw, now) >= 0)
 		return false;
 	scx_bpf_task_set_slice(prev, slice);

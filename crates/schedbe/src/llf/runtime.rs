@@ -27,9 +27,6 @@ use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 const UPDATE: Duration = Duration::from_millis(200);
 /// How often the sandboxes are looked for.
 const RESCAN: Duration = Duration::from_secs(1);
-/// Every how many rescans the files of every cgroup are read again, whatever
-/// the kernel reported (cgrp_watch.bpf.h).
-const REREAD_EVERY: u64 = 30;
 const SHUTDOWN_POLL: Duration = Duration::from_millis(250);
 
 /// What `schedbe run --policy llf` was asked.
@@ -161,9 +158,8 @@ impl<'a> Runtime<'a> {
     /// Find the sandboxes and the BE cgroups; drop the keys of sandboxes that are gone.
     ///
     /// The files of cgroups seen before are read again only when `reread`
-    /// (cpu.max was written), the kernel reported a change
-    /// (cgrp_watch.bpf.h), cpu.max writes are not reported, or every
-    /// REREAD_EVERY rescans; the walk itself runs each time.
+    /// (cpu.max was written) or cgrp_watch::reread_due() says so; the walk
+    /// itself runs each time.
     fn rescan(&mut self, reread: bool) -> Result<()> {
         let root = Path::new(CGROUP_ROOT);
         // one walk of the tree for both the sandboxes and the BE cgroups
@@ -195,10 +191,7 @@ impl<'a> Runtime<'a> {
         }
         let be_changed = crate::be_sync::sync(&self.skel.maps.be_cgroups, &all, &self.rules, &mut self.be_ids)?;
         let bss = self.skel.maps.bss_data.as_mut().context("BPF bss missing")?;
-        let reread = crate::cpumax::take_rescan_request(&mut bss.cgrp_reread_req)
-            || reread
-            || self.poll_cpu_max
-            || self.rescans.is_multiple_of(REREAD_EVERY);
+        let reread = crate::cgrp_watch::reread_due(&mut bss.cgrp_reread_req, reread, self.poll_cpu_max, self.rescans);
         self.rescans += 1;
         // cpu.max: every cgroup with the cpu controller gets a slot (the root has no cpu.max)
         let known = if reread { HashMap::new() } else { std::mem::take(&mut self.has_cpu) };
