@@ -26,6 +26,35 @@ struct {
 	__type(value, u8);
 } be_cgroups SEC(".maps");
 
+/*
+ * A task's fields and cgroups, read with plain loads, not BPF_CORE_READ().
+ * BPF_CORE_READ() makes one bpf_probe_read_kernel() call per pointer it
+ * follows; through the BTF-typed task pointers these programs get, the
+ * verifier checks a plain load at load time and makes it fault-safe
+ * (PROBE_MEM: a bad pointer reads 0), with the same CO-RE relocation of the
+ * offsets, for a fraction of the cost. These run several times per wakeup.
+ *
+ * What the policies remember per task is keyed by these numbers (ids,
+ * serial numbers), not by pointers: a pointer read this way stays a pointer
+ * to the verifier, while a key is a number.
+ *
+ * The ancestor walks below keep probe reads: they index ancestors[] by a
+ * variable, which the verifier refuses on a typed pointer, and they run only
+ * when a cache misses.
+ */
+
+/* The task's cgroup v2 cgroup id (kernfs node id, the directory's inode number; never reused); 0 if unreadable. */
+static __always_inline u64 task_cgid(struct task_struct *p)
+{
+	return p->cgroups->dfl_cgrp->kn->id;
+}
+
+/* Its cpu task group's css serial number (unique for the boot, never reused); 0 if none. */
+static __always_inline u64 task_tg_serial(struct task_struct *p)
+{
+	return p->sched_task_group->css.serial_nr;
+}
+
 /* cpu.idle=1 on the task's cpu cgroup or an ancestor. */
 static __always_inline bool tier_tg_idle(struct task_struct *p)
 {
@@ -39,13 +68,13 @@ static __always_inline bool tier_tg_idle(struct task_struct *p)
 	 * verifier checks the body once instead of once per level, which keeps
 	 * load time down (this runs inlined in several callbacks).
 	 */
-	tg = BPF_CORE_READ(p, sched_task_group);
+	tg = p->sched_task_group;
 	bpf_for(i, 0, SCHEDBE_MAX_CGRP_DEPTH) {
 		if (!tg)
 			break;
-		if (BPF_CORE_READ(tg, idle))
+		if (tg->idle)
 			return true;
-		tg = BPF_CORE_READ(tg, parent);
+		tg = tg->parent;
 	}
 	return false;
 }
@@ -86,7 +115,7 @@ static __always_inline bool tier_cgroup_listed(struct task_struct *p)
 
 static __always_inline bool tier_task_is_be(struct task_struct *p)
 {
-	if (BPF_CORE_READ(p, policy) == SCHEDBE_SCHED_IDLE)
+	if (p->policy == SCHEDBE_SCHED_IDLE)
 		return true;
 	return tier_tg_idle(p) || tier_cgroup_listed(p);
 }

@@ -111,8 +111,12 @@ impl<'a> Scheduler<'a> {
 
         // Concurrency mode gives a task's tokens back at the sched_switch
         // tracepoint (cpumax_conc.bpf.h); without that mode nothing holds tokens.
+        // So does ops.quiescent, which only gives back tokens taken for a
+        // task that then slept in a local queue (one callback per sleep saved).
         if !conc_mode {
             skel.progs.schedbe_conc_switch.set_autoload(false);
+            skel.struct_ops.schedbe_ops_mut().quiescent = std::ptr::null_mut();
+            skel.progs.schedbe_quiescent.set_autoload(false);
         }
 
         // cpu.max writes reach the BPF side at once through

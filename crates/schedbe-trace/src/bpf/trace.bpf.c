@@ -119,15 +119,6 @@ static __always_inline bool task_is_be(struct task_struct *p)
 	return BPF_CORE_READ(p, policy) == SCHEDBE_SCHED_IDLE || tier_tg_idle(p);
 }
 
-/*
- * The task's cgroup v2 cgroup id (kernfs node id, the directory's inode
- * number). Four probe reads; 0 if any pointer on the way is unreadable.
- */
-static __always_inline u64 task_cgid(struct task_struct *p)
-{
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-}
-
 static __always_inline u8 tier_of(struct task_struct *p)
 {
 	int policy;

@@ -108,11 +108,6 @@ u64 akita_gen;
 
 static u64 host_vtime_now;
 
-static __always_inline u64 task_cgid(struct task_struct *p)
-{
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-}
-
 #include "park_report.bpf.h"
 
 enum { KIND_HOST = 0, KIND_VCPU = 1, KIND_BE = 2 };
@@ -168,7 +163,7 @@ struct task_ctx {
 	u64 run_start;		/* start of the stint being charged */
 	u64 wake_at;		/* ops.runnable: CPU access latency starts */
 	u64 cls_gen;		/* akita_gen the server was looked up at */
-	u64 cls_cgrp;		/* the task's cgroup then (pointer as a number) */
+	u64 cls_cgrp;		/* the task's cgroup (id) then */
 	s32 server;		/* its server by vm_cgrps; -1: in no VM */
 	u8 kind;		/* KIND_*, as of the last classification */
 	struct tier_memo memo;
@@ -281,7 +276,7 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 		goto out;
 	}
 	gen = *(volatile u64 *)&akita_gen;
-	cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	cg = task_cgid(p);
 	if (tctx->cls_gen != gen || tctx->cls_cgrp != cg) {
 		tctx->server = vm_server_of(p);
 		tctx->cls_gen = gen;

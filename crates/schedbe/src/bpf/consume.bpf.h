@@ -124,6 +124,9 @@ static bool consume_tier(u32 base, s32 cpu, struct task_ctx *pctx)
 
 	if (consume_dsq(base + mine, cpu, pctx))
 		return true;
+	/* one LLC (most machines): no loop, whose iterator is three kfunc calls (rodata: pruned at load) */
+	if (nr_llcs < 2)
+		return false;
 	bpf_for(i, 0, nr_llcs) {
 		if (i != mine && consume_dsq(base + i, cpu, pctx))
 			return true;

@@ -209,6 +209,11 @@ static __always_inline struct bw_task *bw_chain(struct task_struct *p, struct bw
 
 	if (!bw_on)
 		return NULL;
+	/*
+	 * Probe reads, not task_cgid()'s plain loads: with those, ops.select_cpu
+	 * of concurrency mode (this and bw_conc_take()'s nested loops) went past
+	 * the verifier's limit on pending branches. Only where a limit exists.
+	 */
 	cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
 	if (bt->cgid != cgid || bt->gen != bw_gen)
 		bw_resolve(p, bt, cgid);

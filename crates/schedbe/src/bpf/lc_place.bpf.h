@@ -61,6 +61,8 @@ static bool lc_queued(void)
 {
 	u32 i;
 
+	if (nr_llcs < 2)
+		return scx_bpf_dsq_nr_queued(lc_dsq(0));
 	bpf_for(i, 0, nr_llcs) {
 		if (scx_bpf_dsq_nr_queued(lc_dsq(i)))
 			return true;
@@ -260,6 +262,19 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 	u32 slot;
 
 	if (cpu >= 0) {
+		/*
+		 * Woken onto its own idle CPU (a pinned task: select_cpu is not
+		 * called for it; cyclictest's timer threads): its local queue, as
+		 * select_cpu's idle path does, so the CPU picks it without an
+		 * ops.dispatch and a trip through the shared queue. Nothing else
+		 * waits for an idle CPU, so no one is passed over.
+		 */
+		if ((enq_flags & SCX_ENQ_WAKEUP) && cpu == scx_bpf_task_cpu(p) && lc_direct_ok(p)) {
+			scx_bpf_task_set_dsq_vtime(p, vtime);	/* floored, as the queue would have stored it */
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, enq_flags);
+			STAT_ADD(lc_direct, 1);
+			return;
+		}
 		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
 		wake_idle_cpu(p, cpu, enq_flags);
 		return;

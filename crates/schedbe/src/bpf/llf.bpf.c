@@ -136,10 +136,6 @@ struct {
 	__type(value, struct cpu_state);
 } cpu_states SEC(".maps");
 
-static __always_inline u64 task_cgid(struct task_struct *p)
-{
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-}
 
 #include "park_report.bpf.h"
 
@@ -211,7 +207,7 @@ static __always_inline struct cpu_state *cpu_state(s32 cpu)
 /* BE by the shared rules (unless it must run); otherwise LC in its sandbox. */
 static bool classify(struct task_struct *p, struct task_ctx *tctx)
 {
-	u64 gen = *(volatile u64 *)&llf_gen, cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	u64 gen = *(volatile u64 *)&llf_gen, cg = task_cgid(p);
 
 	tctx->be = tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p);
 	if (tctx->cls_gen != gen || tctx->cls_cgrp != cg) {

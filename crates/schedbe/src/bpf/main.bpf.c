@@ -128,11 +128,6 @@ static __always_inline struct cpu_stats *my_stats(void)
 		__s->field += (v);				\
 } while (0)
 
-static __always_inline u64 task_cgid(struct task_struct *p)
-{
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-}
-
 #include "park_report.bpf.h"
 #include "rt_takeover.bpf.h"
 #include "cpumax.bpf.h"
@@ -278,6 +273,7 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 	     bw_conc_take(p, &tctx->bw, bpf_ktime_get_ns()))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, lc_slice_ns, 0);
 		STAT_ADD(lc_direct, 1);
+		lcw_queued(p, &tctx->lcw);	/* ops.enqueue is not called for it */
 	}
 	return cpu;
 }
@@ -293,6 +289,9 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
 
 	vtime = p->scx.dsq_vtime;
+	/* LC runnable load counts from here, time held by cpu.max included */
+	if (tctx && tier == TIER_LC)
+		lcw_queued(p, &tctx->lcw);
 
 	/*
 	 * Concurrency mode: back from a local queue without having run. Sent
@@ -402,7 +401,8 @@ static __always_inline bool is_be_task(struct task_struct *p)
 void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
-	bool prev_be = prev && is_be_task(prev);
+	/* no task was ever BE: no lookup */
+	bool prev_be = be_seen && prev && is_be_task(prev);
 	struct bpf_cpumask *be;
 	struct task_ctx *pctx = prev_runnable && bw_on ? task_ctx(prev) : NULL;
 	/* concurrency mode: the leaving task, runnable or not, may hand its tokens on (pctx when runnable) */
@@ -582,6 +582,8 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 	if (!runnable || !p->scx.slice)
 		bw_conc_leave(&tctx->bw);
 	tctx->guarded = 0;
+	if (!runnable)
+		lcw_stopped(p, &tctx->lcw, now);
 	/* Parking: CPU time in this starvation window; a task that sleeps is not starved. */
 	starve_ran(&tctx->starve, now - tctx->run_start, runnable);
 }
@@ -601,24 +603,17 @@ int BPF_PROG(schedbe_conc_switch, bool preempt, struct task_struct *prev, struct
 	return 0;
 }
 
-/* LC runnable-load accounting for weight flattening (BE does not count). */
-void BPF_STRUCT_OPS(schedbe_runnable, struct task_struct *p, u64 enq_flags)
-{
-	struct task_ctx *tctx = task_ctx(p);
-
-	if (!tctx || tier_task_is_be_cached(p, &tctx->memo))
-		return;
-	lcw_runnable(p, &tctx->lcw, bpf_ktime_get_ns());
-}
-
+/*
+ * cpu.max concurrency mode: a task that left a local queue without running
+ * gives back the tokens it took for it. Loaded in that mode only: it is a
+ * callback per sleep, and LC load accounting does without it (lcw_stopped()).
+ */
 void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 
-	if (!tctx)
-		return;
-	bw_conc_put(p, &tctx->bw, true);	/* left a local queue without running */
-	lcw_quiescent(p, &tctx->lcw, bpf_ktime_get_ns());
+	if (tctx)
+		bw_conc_put(p, &tctx->bw, true);
 }
 
 /*
@@ -680,7 +675,10 @@ void BPF_STRUCT_OPS(schedbe_enable, struct task_struct *p)
 	scx_bpf_task_set_dsq_vtime(p, lc_vtime_now);
 }
 
-/* @p leaves sched_ext (exit, RT/DL): cpu.max concurrency tokens and a reservation count it holds go back. */
+/*
+ * @p leaves sched_ext (exit, RT/DL): cpu.max concurrency tokens and a
+ * reservation count it holds go back; its LC load stops counting.
+ */
 void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -688,6 +686,7 @@ void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
 	if (!tctx)
 		return;
 	bw_conc_drop(p, &tctx->bw);
+	lcw_stopped(p, &tctx->lcw, bpf_ktime_get_ns());
 	if (tctx->resv.held)
 		resv_stop(&tctx->resv.held, NULL);
 }
@@ -765,7 +764,6 @@ SCX_OPS_DEFINE(schedbe_ops,
 	       .enqueue		= (void *)schedbe_enqueue,
 	       .dispatch	= (void *)schedbe_dispatch,
 	       .tick		= (void *)schedbe_tick,
-	       .runnable	= (void *)schedbe_runnable,
 	       .running		= (void *)schedbe_running,
 	       .stopping	= (void *)schedbe_stopping,
 	       .quiescent	= (void *)schedbe_quiescent,

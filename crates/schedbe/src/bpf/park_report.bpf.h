@@ -18,8 +18,8 @@
  *                   (at most every few tens of ms per CPU); a policy whose
  *                   BE queue is one FIFO has that walk in park_fifo.bpf.h.
  *
- * The includer defines task_cgid() and the rodata park_after_ns (0: parking
- * off, no window ever ends).
+ * The includer includes tier.bpf.h (task_cgid()) and defines the rodata
+ * park_after_ns (0: parking off, no window ever ends).
  */
 #ifndef __SCHEDBE_PARK_REPORT_BPF_H
 #define __SCHEDBE_PARK_REPORT_BPF_H

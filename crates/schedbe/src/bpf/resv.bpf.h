@@ -26,8 +26,9 @@
  * any cgroup while fewer than two compete (resv_on is then off), so their
  * context switches pay nothing.
  *
- * The includer defines TIER_LC, STAT_ADD and task_cgid(), and includes
- * cpu_cur.bpf.h (cpu_cur()) and lc_weight.bpf.h (factor_gen) first.
+ * The includer defines TIER_LC and STAT_ADD, and includes tier.bpf.h
+ * (task_cgid()), cpu_cur.bpf.h (cpu_cur()) and lc_weight.bpf.h (factor_gen)
+ * first.
  */
 #ifndef __SCHEDBE_RESV_BPF_H
 #define __SCHEDBE_RESV_BPF_H
@@ -73,7 +74,7 @@ bool resv_on;
 
 /* Per task: its cgroup's slot, remembered like the weight factor (factor_gen), and the slot it counts in. */
 struct resv_memo {
-	u64 cgrp;	/* the cgroup (pointer as a number) slot is for; 0: none yet */
+	u64 cgrp;	/* the cgroup (id) slot is for; 0: none yet */
 	u64 gen;	/* factor_gen it was read at */
 	u32 slot;	/* its cgroup's slot; 0: none */
 	u32 held;	/* the slot this task is counted in while it runs; 0: none */
@@ -101,14 +102,14 @@ static __always_inline struct resv_ent *resv_state(u32 slot, s64 *running_milli)
 /* @p's slot (0: none), looked up again only when its cgroup or factor_gen moved. */
 static __always_inline u32 resv_task_slot(struct task_struct *p, struct resv_memo *m)
 {
-	u64 cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp), gen = *(volatile u64 *)&factor_gen, cgid;
+	u64 cg, gen = *(volatile u64 *)&factor_gen;
 	u32 *sp;
 
 	if (!resv_on)
 		return 0;
+	cg = task_cgid(p);
 	if (m->cgrp != cg || m->gen != gen) {
-		cgid = task_cgid(p);
-		sp = bpf_map_lookup_elem(&cgrp_resv, &cgid);
+		sp = bpf_map_lookup_elem(&cgrp_resv, &cg);
 		m->slot = sp ? *sp : 0;
 		m->cgrp = cg;
 		m->gen = gen;

@@ -27,13 +27,13 @@
 static __always_inline bool task_dying(struct task_struct *p)
 {
 	return (p->flags & PF_EXITING) ||
-	       (BPF_CORE_READ(p, signal, flags) & SIGNAL_GROUP_EXIT);
+	       (p->signal->flags & SIGNAL_GROUP_EXIT);
 }
 
 /* The cgroup freezer asked @p to stop at its next return to user space. */
 static __always_inline bool task_freezing(struct task_struct *p)
 {
-	return BPF_CORE_READ(p, jobctl) & SCHEDBE_JOBCTL_TRAP_FREEZE;
+	return p->jobctl & SCHEDBE_JOBCTL_TRAP_FREEZE;
 }
 
 /*
@@ -55,7 +55,7 @@ static __always_inline bool task_in_rcu_read(struct task_struct *p)
 {
 	if (!bpf_core_field_exists(p->rcu_blocked_node))
 		return false;	/* no preemptible RCU: readers are never preempted */
-	return BPF_CORE_READ(p, rcu_blocked_node) != NULL;
+	return p->rcu_blocked_node != NULL;
 }
 
 #endif /* __SCHEDBE_TASK_STATE_BPF_H */

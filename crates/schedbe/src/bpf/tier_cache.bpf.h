@@ -6,10 +6,10 @@
  *
  * Why: the rules walk the task's cgroup ancestry (cpu.idle on each cpu task
  * group; a hash lookup per cgroup v2 level for configured paths), and a
- * wakeup classifies in select_cpu, enqueue and runnable. The answer changes
+ * wakeup classifies in select_cpu and enqueue. The answer changes
  * only when
- *   - the task changes cgroup: its dfl_cgrp or sched_task_group pointer
- *     differs from the one the answer was computed for;
+ *   - the task changes cgroup: its cgroup v2 id or its cpu task group's
+ *     serial number differs from the one the answer was computed for;
  *   - userspace changes be_cgroups: it bumps tier_gen after the update;
  *   - cpu.idle is written: ops.cgroup_set_idle (v6.19+, called after the
  *     kernel stored the new value) bumps tier_gen.
@@ -35,8 +35,8 @@ const volatile bool tier_idle_cached = false;
 /* One task's remembered answer; lives in the policy's task context. */
 struct tier_memo {
 	u64 gen;	/* tier_gen it was computed at */
-	u64 cgrp;	/* the task's cgroup v2 cgroup then (pointer as a number) */
-	u64 tg;		/* its cpu task group then */
+	u64 cgrp;	/* the task's cgroup v2 cgroup id then */
+	u64 tg;		/* its cpu task group's serial number then */
 	u8 listed;	/* tier_cgroup_listed() */
 	u8 idle;	/* tier_tg_idle(); used only when tier_idle_cached */
 	u8 valid;
@@ -47,12 +47,12 @@ static __always_inline bool tier_task_is_be_cached(struct task_struct *p, struct
 {
 	u64 gen, cg, tg;
 
-	if (BPF_CORE_READ(p, policy) == SCHEDBE_SCHED_IDLE)
+	if (p->policy == SCHEDBE_SCHED_IDLE)
 		return true;
 	/* the generation first: a bump during the walk tags the answer old */
 	gen = *(volatile u64 *)&tier_gen;
-	cg = (u64)BPF_CORE_READ(p, cgroups, dfl_cgrp);
-	tg = (u64)BPF_CORE_READ(p, sched_task_group);
+	cg = task_cgid(p);
+	tg = task_tg_serial(p);
 	if (!m->valid || m->gen != gen || m->cgrp != cg || m->tg != tg) {
 		m->listed = tier_cgroup_listed(p);
 		m->idle = tier_idle_cached && tier_tg_idle(p);
