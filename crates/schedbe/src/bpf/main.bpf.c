@@ -69,7 +69,8 @@
  * load), cpu_cur.bpf.h (what each CPU runs), resv.bpf.h (reservations),
  * lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
  * (ops.dispatch taking tasks from the queues), be_guard.bpf.h
- * (starvation guard, parking reports).
+ * (starvation guard, parking reports), be_cpumax.bpf.h (this policy's side
+ * of cpu.max: released tasks, cut slices, a kept prev).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -210,46 +211,7 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	return tier;
 }
 
-/*
- * cpu.max: a task leaving its cgroup's holding queue goes back to its tier's
- * queue with the sleeper floor (time held is not credit). A BE task starts a
- * new starvation window: time held is not starvation.
- */
-static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo)
-{
-	struct task_ctx *tctx = task_ctx(p);
-	u32 llc = llc_of(scx_bpf_task_cpu(p));
-	u64 floor;
-
-	*vtime = p->scx.dsq_vtime;
-	if (tctx && tctx->tier == TIER_BE) {
-		tctx->enq_at = bpf_ktime_get_ns();
-		starve_restart(&tctx->starve, tctx->enq_at);
-		*dsq = be_dsq(llc);
-		floor = be_vtime_now - be_slice_ns;
-	} else {
-		*dsq = lc_dsq(llc);
-		floor = lc_vtime_now - lc_wake_credit_ns;
-	}
-	if (time_before(*vtime, floor))
-		*vtime = floor;
-	return true;
-}
-
-/* cpu.max: wake a CPU for a released task, as ops.enqueue would (entry check for LC). */
-static void bw_released(struct task_struct *p, u64 dsq)
-{
-	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-
-	if (cpu >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		return;
-	}
-	if (dsq < SCHEDBE_BE_DSQ_BASE && (cpu = claim_be_cpu(p)) >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		note_preempt(cpu);
-	}
-}
+#include "be_cpumax.bpf.h"
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
@@ -351,45 +313,6 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 #include "be_guard.bpf.h"
 
 static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now);
-
-/*
- * Give @p a slice of @slice_ns on @cpu, cut to the runtime its cgroups have
- * left under cpu.max, with the expiry timer armed for a cut slice (sched_ext
- * checks slices only at ticks).
- */
-static void fit_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 slice_ns)
-{
-	/* no cpu.max anywhere (the common case): no clock read */
-	u64 left = bw_on ? bw_runtime_left(p, &tctx->bw, bpf_ktime_get_ns()) : (u64)-1;
-
-	if (left >= slice_ns) {
-		if (p->scx.slice != slice_ns)
-			scx_bpf_task_set_slice(p, slice_ns);
-		return;
-	}
-	left = left > BW_MIN_SLICE_NS ? left : BW_MIN_SLICE_NS;
-	scx_bpf_task_set_slice(p, left);
-	slice_expiry_arm(p, cpu, left);
-}
-
-/*
- * ops.dispatch: @prev keeps @cpu for another slice (ops.running is not
- * called again), unless in concurrency mode it gave its tokens to a task
- * that then did not come here and cannot take them back.
- */
-static bool keep_prev(struct task_struct *prev, s32 cpu, u64 slice_ns)
-{
-	struct task_ctx *tctx = bw_on ? task_ctx(prev) : NULL;
-
-	if (!tctx) {
-		scx_bpf_task_set_slice(prev, slice_ns);
-		return true;
-	}
-	if (!bw_conc_take(prev, &tctx->bw, bpf_ktime_get_ns()))
-		return false;
-	fit_slice(prev, tctx, cpu, slice_ns);
-	return true;
-}
 
 static __always_inline bool is_be_task(struct task_struct *p)
 {
