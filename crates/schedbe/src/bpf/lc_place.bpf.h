@@ -17,11 +17,13 @@
 /*
  * Wake idle @cpu, claimed for @p just queued by ops.enqueue. No kick when
  * @cpu is the run queue this wakeup enqueues @p on (a pinned task woken on
- * its own idle CPU, as cyclictest's timer wakeups are): the core already
- * reschedules an idle CPU that an ext task wakes onto (wakeup_preempt():
- * ext is above idle), and a kick adds an irq_work, a self-IPI. Under
- * emulation ops.enqueue took 14-17 us a call with it, 6-7 us without
- * (cyclictest, docs/overhead.md).
+ * its own idle CPU): the core already reschedules an idle CPU that an ext
+ * task wakes onto (wakeup_preempt(): ext is above idle), and a kick adds an
+ * irq_work, a self-IPI. Under emulation ops.enqueue took 14-17 us a call
+ * with it, 6-7 us without (cyclictest, docs/overhead.md). An LC task woken
+ * so now goes to that CPU's local queue instead (lc_enqueue()); this serves
+ * BE tasks, which must go through ops.dispatch, and an LC task refused its
+ * cpu.max concurrency tokens there.
  */
 static __always_inline void wake_idle_cpu(struct task_struct *p, s32 cpu, u64 enq_flags)
 {
