@@ -25,6 +25,33 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `t_ns` (returns at once if it has).
+/// Busy and total jiffies of every CPU (/proc/stat; idle and iowait are not busy).
+pub fn cpu_times() -> Result<Vec<(u64, u64)>> {
+    let text = std::fs::read_to_string("/proc/stat").context("read /proc/stat")?;
+    let mut out = Vec::new();
+    for l in text.lines().filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)) {
+        let v: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+        let total: u64 = v.iter().sum();
+        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+        out.push((total - idle, total));
+    }
+    Ok(out)
+}
+
+/// Busy share of all CPUs between two [`cpu_times`] samples, in percent.
+pub fn busy_pct(before: &[(u64, u64)], after: &[(u64, u64)]) -> f64 {
+    let (mut busy, mut total) = (0u64, 0u64);
+    for (a, b) in before.iter().zip(after) {
+        busy += b.0.saturating_sub(a.0);
+        total += b.1.saturating_sub(a.1);
+    }
+    if total == 0 {
+        0.0
+    } else {
+        busy as f64 * 100.0 / total as f64
+    }
+}
+
 pub fn sleep_until_ns(t_ns: u64) {
     let ts = libc::timespec {
         tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
@@ -247,6 +274,15 @@ pub mod stop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn busy_share_of_all_cpus() {
+        // CPU 0 busy 30 of 100 jiffies, CPU 1 busy 70 of 100
+        assert_eq!(busy_pct(&[(10, 100), (0, 100)], &[(40, 200), (70, 200)]), 50.0);
+        assert_eq!(busy_pct(&[(1, 1)], &[(1, 1)]), 0.0, "no time passed");
+        let now = cpu_times().unwrap();
+        assert!(!now.is_empty() && now.iter().all(|(b, t)| b <= t), "{now:?}");
+    }
 
     #[test]
     fn policies_parse_and_print() {

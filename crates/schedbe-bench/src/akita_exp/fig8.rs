@@ -51,19 +51,6 @@ const PORT: u16 = 11316;
 /// A CPU busy less than this share of a step counts as idle.
 const IDLE_BELOW: f64 = 0.05;
 
-/// Busy and total jiffies of every CPU (/proc/stat).
-fn cpu_times() -> Result<Vec<(u64, u64)>> {
-    let text = std::fs::read_to_string("/proc/stat").context("read /proc/stat")?;
-    let mut out = Vec::new();
-    for l in text.lines().filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)) {
-        let v: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-        let total: u64 = v.iter().sum();
-        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-        out.push((total - idle, total));
-    }
-    Ok(out)
-}
-
 fn one_run(s: &Setup, a: &PlaceArgs, cfg: Cfg, rep: usize) -> Result<Vec<Row>> {
     let mut vmset = vec![Vm::new("rpc", true, 1)];
     vmset.extend((1..=a.max_lo).map(|i| Vm::new(&format!("lo{i}"), false, 2)));
@@ -83,9 +70,9 @@ fn one_run(s: &Setup, a: &PlaceArgs, cfg: Cfg, rep: usize) -> Result<Vec<Row>> {
                 procs.push(vms::spawn_in(&vm.name, d, &vm.cgroup(), &s.vm_cpus, &dir)?);
                 std::thread::sleep(Duration::from_secs(1));
             }
-            let c0 = cpu_times()?;
+            let c0 = crate::sys::cpu_times()?;
             let (rpc, _) = super::mc_result(super::mc_client(s, PORT, a.rate, a.step_s, n == 0, &dir, &format!("rpc-{n}"))?)?;
-            let c1 = cpu_times()?;
+            let c1 = crate::sys::cpu_times()?;
             let busy: Vec<(usize, f64)> = s
                 .vm_cpus
                 .iter()

@@ -156,6 +156,7 @@ pub fn markdown(s: &Summary) -> String {
             let _ = writeln!(m, "| {w} | {} ({}) | {} |", mt.key, mt.unit, cells.join(" | "));
         }
     }
+    conditions(&mut m, s, &cfgs);
     bpf_tables(&mut m, s);
     let failed: Vec<&WorkloadRun> = s.runs.iter().filter(|r| !r.ok).collect();
     let warned: Vec<&WorkloadRun> = s.runs.iter().filter(|r| !r.warnings.is_empty()).collect();
@@ -180,6 +181,25 @@ pub fn markdown(s: &Summary) -> String {
         }
     }
     m
+}
+
+/// What a workload ran under, as measured in the run (not a figure of merit,
+/// so not in the ratio tables).
+fn conditions(m: &mut String, s: &Summary, cfgs: &[&str]) {
+    const CONDITIONS: &[(&str, &str, &str)] = &[("cyclictest", "busy_pct", "Busy share of all CPUs during cyclictest (its background load and cyclictest itself), %")];
+    for (w, key, what) in CONDITIONS {
+        if !s.workloads.iter().any(|(x, _)| x == w) {
+            continue;
+        }
+        let cells: Vec<String> = cfgs
+            .iter()
+            .map(|c| {
+                let v: Vec<f64> = s.runs.iter().filter(|r| r.ok && r.workload == *w && r.config == *c).filter_map(|r| r.values.get(*key).copied()).collect();
+                format!("{c} {}", fmt_spread(&spread(&v), 1))
+            })
+            .collect();
+        let _ = writeln!(m, "\n{what}, median [min–max]: {}.", cells.join("; "));
+    }
 }
 
 fn bpf_tables(m: &mut String, s: &Summary) {
@@ -281,5 +301,18 @@ mod tests {
         let md = markdown(&Summary { meta: &Meta::default(), params_md: &[], configs: &cfgs, workloads: &ws, rows: &rs, runs: &runs, figures: &[] });
         assert!(md.contains("| messaging | time_s (s) | lower | 1 | 1.500 | - |"), "{md}");
         assert!(md.contains("FAILED messaging / scx_lavd / rep 1: boom"), "{md}");
+        assert!(!md.contains("Busy share"), "no cyclictest, no load line: {md}");
+    }
+
+    #[test]
+    fn cyclictest_load_is_reported() {
+        let cyc = |c: &str, rep, busy: f64| WorkloadRun { values: [("p99_us".to_string(), 400.0), ("busy_pct".to_string(), busy)].into(), ..run("cyclictest", c, rep, 0.0, true) };
+        let runs = vec![cyc("eevdf", 1, 52.0), cyc("schedbe", 1, 55.0), cyc("eevdf", 2, 50.0), cyc("schedbe", 2, 57.0)];
+        let cfgs: Vec<(String, String)> = ["eevdf", "schedbe"].iter().map(|c| (c.to_string(), "d".to_string())).collect();
+        let ws = vec![("cyclictest".to_string(), Workload::Cyclictest.metrics())];
+        let names: Vec<String> = cfgs.iter().map(|c| c.0.clone()).collect();
+        let rs = rows(&runs, &ws, &names);
+        let md = markdown(&Summary { meta: &Meta::default(), params_md: &[], configs: &cfgs, workloads: &ws, rows: &rs, runs: &runs, figures: &[] });
+        assert!(md.contains("eevdf 51.0 [50.0–52.0]; schedbe 56.0 [55.0–57.0]."), "{md}");
     }
 }

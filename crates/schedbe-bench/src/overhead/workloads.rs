@@ -235,6 +235,10 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(dir, "stress-ng.log")?)
+            // stress-ng refuses to start in a directory it cannot write
+            // ("temp-path '.' must be readable and writeable"): the project
+            // tree is read-only in the VM
+            .current_dir(dir)
             .process_group(0);
         child_setup(&mut c, libc::SIGKILL, None);
         load = Some(Proc::spawn("stress-ng", &mut c)?);
@@ -249,6 +253,7 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
         .arg(format!("--histogram={}", p.cyclictest_hist_us))
         .arg(format!("--histfile={}", hist.display()));
     let t = monotonic_ns();
+    let cpu0 = crate::sys::cpu_times()?;
     let res = spawn_cmd("cyclictest", &mut c, dir).and_then(|pr| {
         // the measurement threads' policy, once they run
         std::thread::sleep(Duration::from_millis(1500));
@@ -256,11 +261,20 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
         finish_cmd(pr, "cyclictest", dir, p.timeout_secs).map(|_| pols)
     });
     let elapsed = (monotonic_ns() - t) as f64 / 1e9;
+    let busy = crate::sys::busy_pct(&cpu0, &crate::sys::cpu_times()?);
     if let Some(mut l) = load {
+        // a load that died early would make this a measurement without load
+        let alive = l.running();
         // SAFETY: signals the process group spawned above.
         unsafe { libc::kill(-(l.pid() as i32), libc::SIGTERM) };
         l.stop(libc::SIGTERM, Duration::from_secs(10));
+        if !alive {
+            let log = std::fs::read_to_string(dir.join("stress-ng.log")).unwrap_or_default();
+            bail!("cyclictest's background load (stress-ng) exited before cyclictest finished: {}", log.trim());
+        }
     }
+    // all CPUs' busy share during the run, stress-ng's load included: what the latency was measured under
+    values.insert("busy_pct".into(), busy);
     let pols = res?;
     if pols.iter().any(|&x| x != 0) {
         bail!("cyclictest threads are not SCHED_OTHER (policies {pols:?}): it would not measure the scheduler under test");
