@@ -369,6 +369,7 @@ impl<'a> Scheduler<'a> {
             t.kick_idle += s.kick_idle;
             t.lc_preempt += s.lc_preempt;
             t.lc_preempt_local += s.lc_preempt_local;
+            t.lc_preempt_later += s.lc_preempt_later;
             t.resv_preempt += s.resv_preempt;
             t.bw_conc_yields += s.bw_conc_yields;
             t.exit_takes += s.exit_takes;
@@ -407,6 +408,7 @@ impl<'a> Scheduler<'a> {
             kick_idle: t.kick_idle,
             lc_preempt: t.lc_preempt,
             lc_preempt_local: t.lc_preempt_local,
+            lc_preempt_later: t.lc_preempt_later,
             resv_preempt: t.resv_preempt,
             resv_groups: self.resv.as_ref().map_or(0, |r| r.len() as u64),
             bw_conc_yields: t.bw_conc_yields,

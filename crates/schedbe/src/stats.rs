@@ -51,6 +51,9 @@ pub struct Metrics {
     #[stat(desc = "Of lc_preempt: those of the CPU the wakeup ran on (no IPI)")]
     #[serde(default)]
     pub lc_preempt_local: u64,
+    #[stat(desc = "LC wakeups that found an LC task they may preempt only once it has run its minimum, and timed its preemption to then")]
+    #[serde(default)]
+    pub lc_preempt_later: u64,
     #[stat(desc = "Reservations: LC wakeups of a cgroup within its claim that preempted a cgroup above its fair share")]
     #[serde(default)]
     pub resv_preempt: u64,
@@ -182,6 +185,7 @@ impl Metrics {
             running_yields: self.running_yields - prev.running_yields,
             lc_preempt: self.lc_preempt - prev.lc_preempt,
             lc_preempt_local: self.lc_preempt_local - prev.lc_preempt_local,
+            lc_preempt_later: self.lc_preempt_later - prev.lc_preempt_later,
             resv_preempt: self.resv_preempt - prev.resv_preempt,
             resv_groups: self.resv_groups,
             bw_conc_yields: self.bw_conc_yields - prev.bw_conc_yields,

@@ -67,6 +67,7 @@ struct cpu_stats {
 	u64 lc_preempt;		/* LC wakeup preempted an LC task that had run its share (no CPU idle or BE) */
 	u64 resv_preempt;	/* LC wakeup of a cgroup within its claim preempted one above its fair share */
 	u64 lc_preempt_local;	/* of lc_preempt: the CPU the wakeup ran on (no IPI) */
+	u64 lc_preempt_later;	/* LC wakeup: the task it may preempt once that has run lc_preempt_min_ns, timed to then */
 };
 
 /* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */

@@ -136,6 +136,31 @@ static __always_inline bool lc_cur_is(s32 cpu, s32 pid)
 	return curr && curr->pid == pid;
 }
 
+/* A preemption lc_preempt_victim() found due later: task @pid on @cpu at @at. */
+struct lc_later {
+	s32 cpu;	/* -1: none */
+	s32 pid;
+	u64 at;
+	u64 now;	/* when it looked */
+};
+
+/*
+ * Whether the LC task on CPU @c, which has run less than lc_preempt_min_ns,
+ * will be far enough ahead of @vtime to be preempted once it has run that
+ * long; if so, note it in @later (the CPU the wakeup runs on first).
+ */
+static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur *c, s32 cpu, s32 here, u64 vtime, u64 now)
+{
+	u64 at = c->started_at + lc_preempt_min_ns;
+
+	if ((later->cpu >= 0 && cpu != here) || !time_before(vtime + lc_preempt_gran_ns, cur_vtime(c, at)))
+		return;
+	later->cpu = cpu;
+	later->pid = c->pid;
+	later->at = at;
+	later->now = now;
+}
+
 /*
  * LC over LC, as EEVDF does at wakeup: every allowed CPU runs LC, and @p
  * (queued with @vtime) woke with credit, i.e. it slept. If the LC task on
@@ -147,29 +172,38 @@ static __always_inline bool lc_cur_is(s32 cpu, s32 pid)
  * hogs sees. Two candidates, not a scan: the cost stays constant with the
  * CPU count.
  *
+ * A candidate that qualifies but for its minimum run is not skipped for
+ * good: @later gets the moment it will have run lc_preempt_min_ns, and
+ * lc_enqueue() times the preemption for then (slice_expiry.bpf.h). Without
+ * that the woken task waited for the rest of the slice, up to 5 ms: a
+ * cyclictest thread woken on its CPU in the first half-millisecond of a
+ * CPU hog's stint saw p99 latencies twice EEVDF's (docs/overhead.md).
+ *
  * The CPU this wakeup runs on, when it is @p's CPU and qualifies, is taken
  * without looking at the other: preempting it needs no IPI (see
  * lc_enqueue()), where a remote kick is an IPI the other CPU answers when
  * it can (under emulation 0.2-2 ms). EEVDF's wakeup preemption likewise
  * looks only at the target run queue's current task.
  *
- * Returns the victim, or -1.
+ * Returns the victim, or -1 (and then in @later a victim due later, if any).
  */
-static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here)
+static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here, struct lc_later *later)
 {
 	s32 cand[2] = { scx_bpf_task_cpu(p), bpf_get_prandom_u32() % scx_bpf_nr_cpu_ids() };
 	s32 victim = -1;
 	u64 now = bpf_ktime_get_ns(), best = vtime + lc_preempt_gran_ns, v;
 	struct cpu_cur *c;
+	bool young;
 	int i;
 
 	bpf_for(i, 0, 2) {
 		s32 cpu = cand[i & 1];
 
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !(c = cpu_cur(cpu)))
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !(c = cpu_cur(cpu)) || c->tier != TIER_LC)
 			continue;
 		/* signed: started_at may come from a CPU whose clock read is a bit ahead */
-		if (c->tier != TIER_LC || (s64)(now - c->started_at) < (s64)lc_preempt_min_ns)
+		young = (s64)(now - c->started_at) < (s64)lc_preempt_min_ns;
+		if (young && cpu != here && later->cpu >= 0)
 			continue;
 		/*
 		 * cpu_cur describes the last LC task that started there, and
@@ -179,6 +213,10 @@ static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here)
 		 */
 		if (!lc_cur_is(cpu, c->pid))
 			continue;
+		if (young) {
+			lc_note_later(later, c, cpu, here, vtime, now);
+			continue;
+		}
 		v = cur_vtime(c, now);
 		if (cpu == here && time_before(vtime + lc_preempt_gran_ns, v))
 			return here;	/* local: taken over a remote one further ahead */
@@ -260,6 +298,7 @@ static __always_inline u32 lc_wakeup_slot(struct task_struct *p, u64 enq_flags)
 static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), resv_kick = -1, victim = -1, here;
+	struct lc_later later = { .cpu = -1 };
 	bool preempt, looked = false;
 	u32 slot;
 
@@ -313,7 +352,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		 */
 		if (resv_kick < 0 && preempt) {
 			looked = true;
-			victim = lc_preempt_victim(p, vtime, here);
+			victim = lc_preempt_victim(p, vtime, here, &later);
 			if (victim == here && scx_bpf_task_cpu(p) == here) {
 				/* the floored vtime, as the queue would have stored it (cpu_cur, charge) */
 				scx_bpf_task_set_dsq_vtime(p, vtime);
@@ -351,10 +390,13 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags)
 		return;
 	/* the victim chosen above (not this CPU, or no direct insert here), else now */
 	if (!looked)
-		victim = lc_preempt_victim(p, vtime, here);
+		victim = lc_preempt_victim(p, vtime, here, &later);
 	if (victim >= 0) {
 		scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
 		count_lc_preempt(victim, here);
+	} else if (later.cpu >= 0 && slice_expiry_arm_by(later.cpu, later.pid, later.at, later.now)) {
+		/* @p waits in the queue; that CPU takes its front when the task has run its minimum */
+		STAT_ADD(lc_preempt_later, 1);
 	}
 }
 

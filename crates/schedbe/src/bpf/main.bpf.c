@@ -35,7 +35,8 @@
  *         and finds every allowed CPU running LC preempts the LC task that
  *         is furthest ahead of it among two candidates, the one of the CPU
  *         the wakeup runs on first (no IPI), once that task has run
- *         lc_preempt_min_ns (lc_preempt_victim()); a synchronous wakeup
+ *         lc_preempt_min_ns (lc_preempt_victim(); at that moment, by the
+ *         CPU's slice-expiry timer, if it has not yet); a synchronous wakeup
  *         behind an LC waker that the kernel's picker placed on the
  *         waker's CPU stays there (sync_to_waker()).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one

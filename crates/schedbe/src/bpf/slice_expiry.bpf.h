@@ -9,8 +9,18 @@
  * the slice; when it fires and the task it was armed for still runs here,
  * the CPU is kicked with SCX_KICK_PREEMPT, which ends the slice now.
  *
- * The timer is pinned (BPF_F_TIMER_CPU_PIN), so in its callback `current`
- * is what runs on that CPU; re-arming replaces the previous expiry.
+ * The default policy also ends a run early from another wakeup's path: an
+ * LC wakeup that may preempt a task once it has run its minimum
+ * (lc_place.bpf.h) arms the expiry for that moment, maybe from another
+ * CPU (slice_expiry_arm_by()).
+ *
+ * The timer is pinned (BPF_F_TIMER_CPU_PIN) to the CPU that armed it, most
+ * often the CPU it is for; the callback looks at what runs on the CPU the
+ * entry is for, wherever it fires. Re-arming replaces the previous expiry.
+ * Two CPUs arming one entry at once may leave the timer with one's time
+ * and the other's pid: the callback then finds that pid not running and
+ * does nothing, and the task runs to the end of its slice, as without the
+ * timer.
  */
 #ifndef __SCHEDBE_SLICE_EXPIRY_BPF_H
 #define __SCHEDBE_SLICE_EXPIRY_BPF_H
@@ -21,6 +31,7 @@
 
 struct slice_expiry {
 	struct bpf_timer timer;
+	u64 at;			/* when it fires (bpf_ktime_get_ns()) */
 	s32 pid;		/* the task it is armed for */
 };
 
@@ -33,7 +44,7 @@ struct {
 
 static int slice_expiry_fn(void *map, int *key, struct slice_expiry *e)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
+	struct task_struct *cur = __COMPAT_scx_bpf_cpu_curr(*key);
 
 	if (cur && cur->pid == e->pid)
 		scx_bpf_kick_cpu(*key, SCX_KICK_PREEMPT);
@@ -49,7 +60,27 @@ static void slice_expiry_arm(struct task_struct *p, s32 cpu, u64 slice_ns)
 	if (!(e = bpf_map_lookup_elem(&slice_expiry, &key)))
 		return;
 	e->pid = p->pid;
+	e->at = bpf_ktime_get_ns() + slice_ns;
 	bpf_timer_start(&e->timer, slice_ns, BPF_F_TIMER_CPU_PIN);
+}
+
+/*
+ * End the run of task @pid on @cpu at @at (> @now) at the latest: an
+ * expiry already armed for @pid that comes sooner stays. True when the
+ * timer was (re)armed.
+ */
+static __always_inline bool slice_expiry_arm_by(s32 cpu, s32 pid, u64 at, u64 now)
+{
+	struct slice_expiry *e;
+	u32 key = cpu;
+
+	if (cpu < 0 || !(e = bpf_map_lookup_elem(&slice_expiry, &key)))
+		return false;
+	if (e->pid == pid && time_before(now, e->at) && !time_before(at, e->at))
+		return false;
+	e->pid = pid;
+	e->at = at;
+	return !bpf_timer_start(&e->timer, at - now, BPF_F_TIMER_CPU_PIN);
 }
 
 /* ops.init: one timer per possible CPU. */
