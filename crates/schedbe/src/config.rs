@@ -76,7 +76,7 @@ impl Default for Config {
             default_be_cgroups: true,
             lc_slice_us: 5_000,
             lc_preempt_us: 400,
-            lc_preempt_min_us: 500,
+            lc_preempt_min_us: 200,
             lc_wake_credit_us: None,
             reservations: true,
             be_slice_us: 20_000,

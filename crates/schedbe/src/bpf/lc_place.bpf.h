@@ -38,7 +38,7 @@ static __always_inline void wake_idle_cpu(struct task_struct *p, s32 cpu, u64 en
  * it, once that task has run lc_preempt_min_ns. 0: LC never preempts LC.
  */
 const volatile u64 lc_preempt_gran_ns = 400ULL * 1000;
-const volatile u64 lc_preempt_min_ns = 500ULL * 1000;
+const volatile u64 lc_preempt_min_ns = 200ULL * 1000;
 
 /*
  * Full memory barrier. The entry check is a store-buffer pattern: the waker
