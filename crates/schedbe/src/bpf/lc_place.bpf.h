@@ -147,13 +147,14 @@ struct lc_later {
 /*
  * Whether the LC task on CPU @c, which has run less than lc_preempt_min_ns,
  * will be far enough ahead of @vtime to be preempted once it has run that
- * long; if so, note it in @later (the CPU the wakeup runs on first).
+ * long; if so, note it in @later. (The caller skips a remote candidate once
+ * @later holds one, so the CPU the wakeup runs on is the one kept.)
  */
-static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur *c, s32 cpu, s32 here, u64 vtime, u64 now)
+static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur *c, s32 cpu, u64 vtime, u64 now)
 {
 	u64 at = c->started_at + lc_preempt_min_ns;
 
-	if ((later->cpu >= 0 && cpu != here) || !time_before(vtime + lc_preempt_gran_ns, cur_vtime(c, at)))
+	if (!time_before(vtime + lc_preempt_gran_ns, cur_vtime(c, at)))
 		return;
 	later->cpu = cpu;
 	later->pid = c->pid;
@@ -214,7 +215,7 @@ static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here, struct 
 		if (!lc_cur_is(cpu, c->pid))
 			continue;
 		if (young) {
-			lc_note_later(later, c, cpu, here, vtime, now);
+			lc_note_later(later, c, cpu, vtime, now);
 			continue;
 		}
 		v = cur_vtime(c, now);
