@@ -36,7 +36,8 @@
  *         is furthest ahead of it among two candidates, the one of the CPU
  *         the wakeup runs on first (no IPI), once that task has run
  *         lc_preempt_min_ns (lc_preempt_victim(); at that moment, by the
- *         CPU's slice-expiry timer, if it has not yet); a synchronous wakeup
+ *         CPU's slice-expiry timer, if it has not yet; at once if the woken
+ *         task's bursts are shorter than that, lc_burst.bpf.h); a synchronous wakeup
  *         behind an LC waker that the kernel's picker placed on the
  *         waker's CPU stays there (sync_to_waker()).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
@@ -137,6 +138,7 @@ static __always_inline struct cpu_stats *my_stats(void)
 #include "lc_weight.bpf.h"
 #include "cpu_cur.bpf.h"
 #include "resv.bpf.h"
+#include "lc_burst.bpf.h"
 
 struct task_ctx {
 	u64 started_at;		/* ops.running timestamp */
@@ -153,6 +155,7 @@ struct task_ctx {
 	struct lcw_memo lcw;	/* LC weight factor and batched load (lc_weight.bpf.h) */
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
 	struct resv_memo resv;	/* its reservation slot, and the one it counts in (resv.bpf.h) */
+	struct lc_burst burst;	/* LC: how long it runs per wakeup (lc_burst.bpf.h) */
 };
 
 struct {
@@ -294,7 +297,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 			vtime = floor;
 			STAT_ADD(rcu_boosts, 1);
 		}
-		lc_enqueue(p, llc, vtime, enq_flags);
+		lc_enqueue(p, llc, vtime, enq_flags, tctx && lc_burst_short(&tctx->burst, lc_preempt_min_ns));
 		return;
 	}
 
@@ -474,6 +477,7 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
 	} else {
 		STAT_ADD(lc_ns, ran);
+		lc_burst_ran(&tctx->burst, ran);
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p, &tctx->lcw));
 		acct_runnable(p, &tctx->lcw, now);
 	}
@@ -506,8 +510,10 @@ void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 	if (!runnable || !p->scx.slice)
 		bw_conc_leave(&tctx->bw);
 	tctx->guarded = 0;
-	if (!runnable)
+	if (!runnable) {
 		lcw_stopped(p, &tctx->lcw, now);
+		lc_burst_slept(&tctx->burst);
+	}
 	/* Parking: CPU time in this starvation window; a task that sleeps is not starved. */
 	starve_ran(&tctx->starve, now - tctx->run_start, runnable);
 }

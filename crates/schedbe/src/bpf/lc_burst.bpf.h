@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * How long an LC task runs each time it wakes (its burst), averaged over
+ * its recent wakeups. LC wakeup preemption (lc_place.bpf.h) uses it: a
+ * victim's minimum run (lc_preempt_min_ns) keeps CPU hogs from preempting
+ * each other at every wakeup; a wakee whose bursts are shorter than that
+ * minimum costs the victim less than the minimum would, so it preempts at
+ * once instead of waiting for it (a timer thread, an RPC handler behind a
+ * hog that has just started).
+ *
+ * Charged where the task's run time is charged (ops.tick, ops.stopping:
+ * charge()); folded into the average when it sleeps.
+ */
+#ifndef __SCHEDBE_LC_BURST_BPF_H
+#define __SCHEDBE_LC_BURST_BPF_H
+
+struct lc_burst {
+	u64 cur_ns;	/* run since it last woke */
+	u64 avg_ns;	/* average burst; 0 until its first sleep */
+};
+
+static __always_inline void lc_burst_ran(struct lc_burst *b, u64 ran)
+{
+	b->cur_ns += ran;
+}
+
+/* It sleeps: its burst ends. A weight of 1/4 per burst, so a change of habit shows within a few wakeups. */
+static __always_inline void lc_burst_slept(struct lc_burst *b)
+{
+	u64 burst = b->cur_ns ? b->cur_ns : 1;
+
+	b->avg_ns = b->avg_ns ? b->avg_ns - (b->avg_ns >> 2) + (burst >> 2) : burst;
+	b->cur_ns = 0;
+}
+
+/* Whether its bursts are shorter than @min_ns (a task yet to sleep once is not). */
+static __always_inline bool lc_burst_short(const struct lc_burst *b, u64 min_ns)
+{
+	return b->avg_ns && b->avg_ns < min_ns;
+}
+
+#endif /* __SCHEDBE_LC_BURST_BPF_H */
