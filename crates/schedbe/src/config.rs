@@ -31,7 +31,8 @@ pub struct Config {
     /// An LC task that wakes at least this far (virtual time) behind the LC
     /// task on a busy CPU preempts it; 0: LC never preempts LC.
     pub lc_preempt_us: u64,
-    /// ... once that task has run this long.
+    /// ... once that task has run this long (at once if the woken task runs
+    /// less than this per wakeup on average).
     pub lc_preempt_min_us: u64,
     /// The most virtual-time credit a sleeping LC task keeps when it wakes,
     /// i.e. how far ahead of tasks that kept running it may be queued
