@@ -9,7 +9,9 @@
  * hog that has just started).
  *
  * Charged where the task's run time is charged (ops.tick, ops.stopping:
- * charge()); folded into the average when it sleeps.
+ * charge()), in either tier, so that a BE task that turns LC (moved out of
+ * a BE cgroup, boosted to reach the freezer) brings its real bursts;
+ * folded into the average when it sleeps.
  */
 #ifndef __SCHEDBE_LC_BURST_BPF_H
 #define __SCHEDBE_LC_BURST_BPF_H

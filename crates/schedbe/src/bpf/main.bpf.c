@@ -470,6 +470,8 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
 
 	tctx->started_at = now;
+	/* both tiers: a BE task that turns LC brings its real bursts (lc_burst.bpf.h) */
+	lc_burst_ran(&tctx->burst, ran);
 	if (tctx->tier == TIER_BE) {
 		STAT_ADD(be_ns, ran);
 		if (tctx->guarded)
@@ -477,7 +479,6 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
 	} else {
 		STAT_ADD(lc_ns, ran);
-		lc_burst_ran(&tctx->burst, ran);
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p, &tctx->lcw));
 		acct_runnable(p, &tctx->lcw, now);
 	}
