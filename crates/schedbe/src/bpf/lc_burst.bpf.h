@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * How long an LC task runs each time it wakes (its burst), averaged over
+ * How long a task runs each time it wakes (its burst), averaged over
  * its recent wakeups. LC wakeup preemption (lc_place.bpf.h) uses it: a
  * victim's minimum run (lc_preempt_min_ns) keeps CPU hogs from preempting
  * each other at every wakeup; a wakee whose bursts are shorter than that

@@ -155,7 +155,7 @@ struct task_ctx {
 	struct lcw_memo lcw;	/* LC weight factor and batched load (lc_weight.bpf.h) */
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
 	struct resv_memo resv;	/* its reservation slot, and the one it counts in (resv.bpf.h) */
-	struct lc_burst burst;	/* LC: how long it runs per wakeup (lc_burst.bpf.h) */
+	struct lc_burst burst;	/* how long it runs per wakeup, in either tier; LC preemption reads it (lc_burst.bpf.h) */
 };
 
 struct {
