@@ -9,6 +9,9 @@ another task (a kernel thread, the tracer) takes one of its CPUs. When one of
 B's hogs is pinned to CPU 0, it shares A's CPUs, and A's reservation
 inversion grows (left to EEVDF's load balancer, B may or may not land there). B is never in inversion: A never runs above its 2 CPUs. The exact definition is in
 docs/kubernetes.md.
+
+`timer_latency` (how late a cgroup's sleep timers fired): counted for a task
+that sleeps 2 ms at a time, never for one that does not sleep.
 """
 
 import csv
@@ -66,3 +69,29 @@ def test_reservation_inversion_follows_who_takes_the_cpus():
     assert {a, b} <= seen, seen
     end = TRACE_S * 1e9 * 1.01
     assert all(0 <= int(r["start_ns"]) <= int(r["end_ns"]) <= end for r in rows)
+
+
+SLEEPER = ["/usr/bin/python3", "-c", "import time\nwhile True:\n    time.sleep(0.002)"]
+
+
+def test_timer_latency_of_a_sleeper_not_of_a_hog():
+    """timer_latency counts the sleep timers of a cgroup's tasks (time.sleep:
+    clock_nanosleep on CLOCK_MONOTONIC), at most one per sleep of 2 ms; a
+    task that never sleeps has none. Every fired timer wakes its sleeper, so
+    the wakeups are at least about as many."""
+    s = tl.cg_create(f"{tl.TEST_CG}/sleeper")
+    h = tl.cg_create(f"{tl.TEST_CG}/hog")
+    procs = []
+    try:
+        procs.append(tl.spawn(SLEEPER, cgroup=s))
+        procs.append(tl.spawn(tl.BUSY_LOOP, cgroup=h))
+        rep = tl.run_trace(TRACE_S, "timer-latency", cgroups=[s, h])
+    finally:
+        for p in procs:
+            tl.kill_proc(p)
+    ts, th = rep["cgroups"][s]["timer_latency"], rep["cgroups"][h]["timer_latency"]
+    tl.log(f"timer latency: sleeper {ts}, hog {th}; sleeper wakeups {rep['cgroups'][s]['wakeup_latency']}")
+    assert 100 <= ts["n"] <= TRACE_S / 0.002 + 5, ts
+    assert 0 <= ts["p50_us"] <= ts["p99_us"] <= ts["max_us"] < TRACE_S * 1e6, ts
+    assert th["n"] == 0, th
+    assert rep["cgroups"][s]["wakeup_latency"]["n"] >= 0.9 * ts["n"] - 5, rep["cgroups"][s]

@@ -29,7 +29,9 @@ pub struct TraceArgs {
     /// mount, e.g. kubepods.slice/kubepods-pod1.slice, or absolute under it),
     /// the most CPUs its tasks and its descendants' ran on at once
     /// (max_cpus), their CPU time, the time at each number of CPUs, and
-    /// their wakeup latency (wakeup_latency: woken until switched in).
+    /// their wakeup latency (wakeup_latency: woken until switched in) and
+    /// how late their sleep timers fired (timer_latency: the part of a
+    /// sleeper's delay before its wakeup, which no scheduler controls).
     /// Repeatable (up to 64). PATH=REQ also gives its CPU request, in CPUs
     /// (2, 1.5) or millicores (1500m), for the reservation inversion: the
     /// time it ran on fewer CPUs than REQ while one of its tasks waited for a

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::args::{BudgetArg, CgroupArg};
-use crate::replay::{BudgetSpec, CgroupSet, CgroupStats, MAX_CGROUPS};
-use crate::report::{BudgetReport, CgroupCpuTime, CgroupReport, PeriodRow, WakeupLatency};
+use crate::replay::{BudgetSpec, CgroupSet, CgroupStats, LatencyStats, MAX_CGROUPS};
+use crate::report::{BudgetReport, CgroupCpuTime, CgroupReport, LatencyUs, PeriodRow};
 use crate::timeline::Label;
 
 /// Walks for unknown ids are at least this far apart (the ring buffer is
@@ -265,7 +265,6 @@ impl CgroupWatch {
     /// target, in order).
     pub(crate) fn report(&self, stats: &[CgroupStats]) -> BTreeMap<String, CgroupReport> {
         let ms = |ns: u64| ns as f64 / 1e6;
-        let us = |ns: u64| ns as f64 / 1e3;
         // non-zero entries of a per-other-cgroup vector, by key
         let by = |v: &[u64]| -> BTreeMap<String, f64> {
             self.targets
@@ -296,16 +295,8 @@ impl CgroupWatch {
                     reservation_inversion_ms: r.map(|r| ms(r.inversion_ns)),
                     reservation_inversion_longest_ms: r.map(|r| ms(r.longest_ns)),
                     reservation_inversion_by_ms: r.map(|r| by(&r.by_ns)).unwrap_or_default(),
-                    wakeup_latency: {
-                        let w = &s.wakeup_latency;
-                        WakeupLatency {
-                            n: w.n,
-                            mean_us: us(w.mean_ns),
-                            p50_us: us(w.p50_ns),
-                            p99_us: us(w.p99_ns),
-                            max_us: us(w.max_ns),
-                        }
-                    },
+                    wakeup_latency: latency_us(&s.wakeup_latency),
+                    timer_latency: latency_us(&s.timer_latency),
                     periods: s.periods.as_ref().map(|p| {
                         p.iter()
                             .map(|r| PeriodRow {
@@ -330,6 +321,18 @@ impl CgroupWatch {
                 (t.key.clone(), report)
             })
             .collect()
+    }
+}
+
+/// A replay distribution (ns) as the report gives it (us).
+fn latency_us(l: &LatencyStats) -> LatencyUs {
+    let us = |ns: u64| ns as f64 / 1e3;
+    LatencyUs {
+        n: l.n,
+        mean_us: us(l.mean_ns),
+        p50_us: us(l.p50_ns),
+        p99_us: us(l.p99_ns),
+        max_us: us(l.max_ns),
     }
 }
 
@@ -619,6 +622,13 @@ mod tests {
                 p99_ns: 3_000,
                 max_ns: 3_000,
             },
+            timer_latency: LatencyStats {
+                n: 1,
+                mean_ns: 7_000,
+                p50_ns: 7_000,
+                p99_ns: 7_000,
+                max_ns: 7_000,
+            },
             periods: Some(vec![PeriodStats {
                 start_ns: 4_000_000,
                 cpu_ns: 1_000_000,
@@ -634,6 +644,7 @@ mod tests {
         assert_eq!(c.nr_cgroups, 5);
         let l = &c.wakeup_latency;
         assert_eq!((l.n, l.mean_us, l.p50_us, l.p99_us, l.max_us), (2, 2.5, 2.0, 3.0, 3.0));
+        assert_eq!((c.timer_latency.n, c.timer_latency.p99_us), (1, 7.0));
         assert_eq!(
             c.periods,
             Some(vec![PeriodRow {

@@ -11,6 +11,7 @@ const TEV_WAKEUP_NEW: u32 = sbt_event_type_TEV_WAKEUP_NEW;
 const TEV_MIGRATE: u32 = sbt_event_type_TEV_MIGRATE;
 const TEV_INIT_CURR: u32 = sbt_event_type_TEV_INIT_CURR;
 const TEV_INIT_RUNNABLE: u32 = sbt_event_type_TEV_INIT_RUNNABLE;
+const TEV_TIMER: u32 = sbt_event_type_TEV_TIMER;
 const TT_LC: u32 = sbt_tier_TT_LC;
 const TT_BE: u32 = sbt_tier_TT_BE;
 const TT_OTHER: u32 = sbt_tier_TT_OTHER;
@@ -86,6 +87,11 @@ pub fn decode_event(data: &[u8]) -> Option<Event> {
             cgroup: cgid,
         },
         TEV_INIT_RUNNABLE => EventKind::InitRunnable(wake()),
+        TEV_TIMER => EventKind::Timer {
+            pid,
+            late_ns: aux as u64,
+            cgroup: cgid,
+        },
         _ => return None,
     };
     Some(Event { ts, cpu, kind })
@@ -206,6 +212,23 @@ mod tests {
             EventKind::Wakeup {
                 pid: 7,
                 task_cpu: 3
+            }
+        );
+    }
+
+    #[test]
+    fn decode_timer() {
+        let mut e = blank();
+        e.type_ = sbt_event_type_TEV_TIMER as u8;
+        e.pid = 42;
+        e.aux = u32::MAX;
+        e.cgid = 77;
+        assert_eq!(
+            decode_event(&raw(&e, 0)).unwrap().kind,
+            EventKind::Timer {
+                pid: 42,
+                late_ns: u32::MAX as u64,
+                cgroup: 77
             }
         );
     }

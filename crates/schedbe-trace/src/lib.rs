@@ -51,6 +51,15 @@
 //! counts with the cgroup the task was last seen in, as for the reservation
 //! inversion.
 //!
+//! It also reports `timer_latency` per `--cgroup` (same fields): for every
+//! sleep timer of its tasks (hrtimer_wakeup on CLOCK_MONOTONIC: nanosleep,
+//! clock_nanosleep, poll and select timeouts) that fired in the window, how
+//! late its callback ran after the timer's soft expiry (raw tracepoint
+//! hrtimer_expire_entry, `bpf_ktime_get_ns()` minus `_softexpires`; needs
+//! hrtimer_wakeup's address in /proc/kallsyms). A sleeper's latency as it
+//! measures it (cyclictest's) is this plus `wakeup_latency` plus its own
+//! return to user space; only `wakeup_latency` is the scheduler's.
+//!
 //! `--period-ms T` (with `--cgroup`) adds `periods` to each cgroup: one
 //! `{start_ns, cpu_ms, wait_ms}` per period `[k*T, (k+1)*T)` of
 //! CLOCK_MONOTONIC (the events' clock, bpf_ktime_get_ns; not relative to the
@@ -132,7 +141,7 @@ pub use decode::decode_event;
 pub use replay::{CpuMask, CpuStats, Diagnostics, Event, EventKind, Tier, WaitSummary, Wake};
 pub use report::{
     BudgetReport, CgroupCpuTime, CgroupReport, GraceRow, PerCpu, PeriodRow, TaskRow, TimelineReport,
-    TraceDiagnostics, TraceReport, WakeupLatency,
+    TraceDiagnostics, TraceReport, LatencyUs,
 };
 pub use run::{run, SENSITIVITY_GRACES_US};
 pub use sys::{cgroup2_root, monotonic_ns, parse_cpu_list};

@@ -63,12 +63,10 @@ pub struct CgroupCpuTime {
     pub total: f64,
 }
 
-/// Wakeup latency of a cgroup's tasks: completed waits that began with a
-/// wakeup (woken or new, not preempted), from becoming runnable to being
-/// switched in, that ended in the window; in microseconds (all 0 when `n`
-/// is 0).
+/// A latency distribution of a cgroup's tasks, in microseconds (all 0 when
+/// `n` is 0): `wakeup_latency` or `timer_latency` of [`CgroupReport`].
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
-pub struct WakeupLatency {
+pub struct LatencyUs {
     pub n: u64,
     pub mean_us: f64,
     /// Quantiles to 3 significant figures (never above `max_us`).
@@ -154,8 +152,19 @@ pub struct CgroupReport {
     pub reservation_inversion_by_ms: BTreeMap<String, f64>,
     /// Wakeup latency of its tasks (a wait counts with the cgroup the task
     /// was last seen in, as for the reservation inversion).
+    /// Completed waits that began with a wakeup (woken or new, not
+    /// preempted), from becoming runnable to being switched in, that ended
+    /// in the window.
     #[serde(default)]
-    pub wakeup_latency: WakeupLatency,
+    pub wakeup_latency: LatencyUs,
+    /// How late its tasks' sleep timers fired (now - soft expiry, at the
+    /// timer's callback; CLOCK_MONOTONIC sleeps: nanosleep,
+    /// clock_nanosleep, poll/select timeouts), for timers that fired in the
+    /// window. This part of a sleeper's latency comes before its wakeup, so
+    /// the scheduler has no hand in it (the timer interrupt, or a CPU with
+    /// interrupts off, does).
+    #[serde(default)]
+    pub timer_latency: LatencyUs,
     /// With `--period-ms T`: its CPU and wait time in each period `[k*T,
     /// (k+1)*T)` of CLOCK_MONOTONIC entirely inside the window, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,6 +323,13 @@ impl TraceReport {
                     "; wakeup latency: {} waits (mean {:.1} us, p99 {:.1} us, max {:.1} us)",
                     w.n, w.mean_us, w.p99_us, w.max_us
                 ));
+                let t = &c.timer_latency;
+                if t.n > 0 {
+                    line.push_str(&format!(
+                        "; sleep timers fired late: {} (mean {:.1} us, p99 {:.1} us, max {:.1} us)",
+                        t.n, t.mean_us, t.p99_us, t.max_us
+                    ));
+                }
                 if let Some(p) = &c.periods {
                     let max = p.iter().map(|r| r.cpu_ms).fold(0.0, f64::max);
                     let of = self
@@ -447,12 +463,19 @@ mod tests {
                 reservation_inversion_ms: None,
                 reservation_inversion_longest_ms: None,
                 reservation_inversion_by_ms: BTreeMap::new(),
-                wakeup_latency: WakeupLatency {
+                wakeup_latency: LatencyUs {
                     n: 3,
                     mean_us: 20.0,
                     p50_us: 15.0,
                     p99_us: 40.0,
                     max_us: 40.0,
+                },
+                timer_latency: LatencyUs {
+                    n: 5,
+                    mean_us: 150.0,
+                    p50_us: 100.0,
+                    p99_us: 900.0,
+                    max_us: 900.0,
                 },
                 periods: None,
                 budget: None,
@@ -470,6 +493,7 @@ mod tests {
             c["wakeup_latency"],
             serde_json::json!({"n": 3, "mean_us": 20.0, "p50_us": 15.0, "p99_us": 40.0, "max_us": 40.0})
         );
+        assert_eq!(c["timer_latency"]["p99_us"], 900.0);
         assert!(c.get("periods").is_none(), "periods only with --period-ms");
         assert!(c.get("budget").is_none(), "budget only with --budget");
         assert!(v.get("period_ns").is_none(), "period_ns only with --period-ms");
@@ -481,7 +505,8 @@ mod tests {
             r.cgroup_lines(),
             vec!["cgroup kubepods.slice/pod1: at most 2 CPUs at once; CPU 12.5 ms (LC 12.0, BE 0.5, other 0.0); \
                   time at k CPUs: 0: 10.0%, 1: 60.0%, 2: 30.0%; \
-                  wakeup latency: 3 waits (mean 20.0 us, p99 40.0 us, max 40.0 us)"]
+                  wakeup latency: 3 waits (mean 20.0 us, p99 40.0 us, max 40.0 us); \
+                  sleep timers fired late: 5 (mean 150.0 us, p99 900.0 us, max 900.0 us)"]
         );
     }
 
@@ -498,7 +523,8 @@ mod tests {
             reservation_inversion_ms: inv,
             reservation_inversion_longest_ms: inv.map(|x| x / 2.0),
             reservation_inversion_by_ms: by.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            wakeup_latency: WakeupLatency::default(),
+            wakeup_latency: LatencyUs::default(),
+            timer_latency: LatencyUs::default(),
             periods: None,
             budget: None,
         };
@@ -567,13 +593,14 @@ mod tests {
                 reservation_inversion_ms: None,
                 reservation_inversion_longest_ms: None,
                 reservation_inversion_by_ms: BTreeMap::new(),
-                wakeup_latency: WakeupLatency {
+                wakeup_latency: LatencyUs {
                     n: 1,
                     mean_us: 3000.0,
                     p50_us: 3000.0,
                     p99_us: 3000.0,
                     max_us: 3000.0,
                 },
+                timer_latency: LatencyUs::default(),
                 periods: Some(vec![row(10_000_000, 4.5, 0.0), row(15_000_000, 7.25, 1.5)]),
                 budget: None,
             },
@@ -621,7 +648,8 @@ mod tests {
             reservation_inversion_ms: None,
             reservation_inversion_longest_ms: None,
             reservation_inversion_by_ms: BTreeMap::new(),
-            wakeup_latency: WakeupLatency::default(),
+            wakeup_latency: LatencyUs::default(),
+            timer_latency: LatencyUs::default(),
             periods: None,
             budget,
         };

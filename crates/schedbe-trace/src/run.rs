@@ -21,7 +21,7 @@ use crate::bpf::{bump_memlock, comm_of, sync_be_cgroups, RINGBUF_BYTES};
 use crate::decode::decode_event;
 use crate::replay::{Event, EventKind, Replay, ReplayConfig};
 use crate::report::{GraceRow, PerCpu, TaskRow, TimelineReport, TraceDiagnostics, TraceReport};
-use crate::sys::{cgroup2_root, check_privileges, monotonic_ns, parse_cpu_list};
+use crate::sys::{cgroup2_root, check_privileges, kallsyms_addr, monotonic_ns, parse_cpu_list};
 use crate::timeline;
 
 /// How often userspace drains the ring buffer.
@@ -67,6 +67,15 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
     }
     let mask_words = nr_possible.div_ceil(64).clamp(1, TRACE_MASK_WORDS as usize) as u32;
 
+    // sleep timers' lateness, for the --cgroup tasks only (raw tracepoint, see trace.bpf.c)
+    let hrtimer_wakeup = match watch.is_some() {
+        true => kallsyms_addr("hrtimer_wakeup"),
+        false => None,
+    };
+    if watch.is_some() && hrtimer_wakeup.is_none() {
+        warnings.push("hrtimer_wakeup is not in /proc/kallsyms (or its address is hidden): no timer_latency".into());
+    }
+
     bump_memlock();
     let mut storage = MaybeUninit::uninit();
     let mut open = TraceSkelBuilder::default()
@@ -81,6 +90,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         ro.mask_words = mask_words;
         ro.record_comm = args.per_task || args.timeline.is_some();
         ro.record_cgroup = watch.is_some();
+        ro.hrtimer_wakeup_fn = hrtimer_wakeup.unwrap_or(0);
     }
     open.maps
         .events
@@ -120,6 +130,14 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         links.push(
             prog.attach()
                 .with_context(|| format!("attaching to the {tp} tracepoint failed"))?,
+        );
+    }
+    if hrtimer_wakeup.is_some() {
+        links.push(
+            skel.progs
+                .tr_timer
+                .attach()
+                .context("attaching to the hrtimer_expire_entry tracepoint failed")?,
         );
     }
 

@@ -69,6 +69,25 @@ pub(crate) fn check_privileges() -> Result<()> {
 /// hosts, elsewhere (e.g. /sys/fs/cgroup/unified) on hybrid v1/v2 hosts. The
 /// BPF side matches the task's v2 cgroup (cgroups->dfl_cgrp), so patterns
 /// must be resolved in that hierarchy.
+/// Address of kernel text symbol `name` in /proc/kallsyms; None when it is
+/// absent or its address is hidden (kptr_restrict shows zeros).
+pub fn kallsyms_addr(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    kallsyms_find(&text, name)
+}
+
+fn kallsyms_find(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (addr, kind, sym) = (f.next()?, f.next()?, f.next()?);
+        // a text symbol of the kernel itself (no [module])
+        (sym == name && kind.eq_ignore_ascii_case("t") && f.next().is_none())
+            .then(|| u64::from_str_radix(addr, 16).ok())
+            .flatten()
+            .filter(|&a| a != 0)
+    })
+}
+
 pub fn cgroup2_root() -> Option<PathBuf> {
     if schedbe_cgroup::cgroup2_mounted() {
         return Some(PathBuf::from(CGROUP_ROOT));
@@ -126,6 +145,17 @@ mod tests {
             None
         );
         assert_eq!(unescape_mount("x\\134y\\"), "x\\y\\");
+    }
+
+    #[test]
+    fn kallsyms_lookup() {
+        let t = "ffffffff81000000 T _text\nffffffff810a1230 t hrtimer_wakeup\nffffffffc0001000 t hrtimer_wakeup_x [mod]\n";
+        assert_eq!(kallsyms_find(t, "hrtimer_wakeup"), Some(0xffffffff810a1230));
+        assert_eq!(kallsyms_find(t, "hrtimer"), None);
+        let hidden = "0000000000000000 t hrtimer_wakeup\n";
+        assert_eq!(kallsyms_find(hidden, "hrtimer_wakeup"), None, "kptr_restrict");
+        let module = "ffffffffc0001000 t hrtimer_wakeup [mod]\n";
+        assert_eq!(kallsyms_find(module, "hrtimer_wakeup"), None);
     }
 
     #[test]

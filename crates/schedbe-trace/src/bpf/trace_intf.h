@@ -26,6 +26,7 @@ enum sbt_event_type {
 	TEV_MIGRATE		= 5,	/* sched_migrate_task(pid, aux = dest cpu) */
 	TEV_INIT_CURR		= 6,	/* snapshot: pid is rq->curr of cpu aux */
 	TEV_INIT_RUNNABLE	= 7,	/* snapshot: pid is queued, not running, on cpu aux */
+	TEV_TIMER		= 8,	/* pid's sleep timer fired, aux = its lateness in ns (capped) */
 };
 
 enum sbt_tier {
@@ -51,11 +52,11 @@ struct sbt_event {
 	unsigned char		prev_tier;	/* SWITCH: tier of prev (only when runnable) */
 	unsigned char		flags;		/* enum sbt_event_flags */
 	unsigned int		nr_words;	/* mask words present in mask[] */
-	unsigned int		aux;		/* MIGRATE: dest cpu; wakeups, INIT_*: task_cpu() */
+	unsigned int		aux;		/* MIGRATE: dest cpu; wakeups, INIT_*: task_cpu(); TIMER: ns late, <= 2^32 - 1 */
 	/*
 	 * cgroup v2 id (kernfs node id == directory inode) of pid, recorded only
 	 * with record_cgroup (--cgroup) and only for SWITCH (next), WAKING,
-	 * WAKEUP_NEW, INIT_CURR and INIT_RUNNABLE; 0 otherwise.
+	 * WAKEUP_NEW, INIT_CURR, INIT_RUNNABLE and TIMER; 0 otherwise.
 	 */
 	unsigned long long	cgid;
 	/* allowed CPUs of pid (SWITCH: of prev, when runnable), CPU i = bit i % 64 of word i / 64 */

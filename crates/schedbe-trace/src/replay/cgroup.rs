@@ -49,6 +49,8 @@ struct Group {
     other_ns: u64,
     /// Its completed waits that began with a wakeup.
     wakeup: Latency,
+    /// How late its tasks' sleep timers fired.
+    timer: Latency,
     /// Per period of the grid: (CPU time, wait time), ns.
     periods: Vec<(u64, u64)>,
 }
@@ -197,6 +199,15 @@ impl Cgroups {
         }
     }
 
+    /// A sleep timer of a task in `set` fired `ns` late.
+    pub(super) fn timer(&mut self, set: CgroupSet, ns: u64) {
+        for g in bits(set) {
+            if let Some(gr) = self.groups.get_mut(g) {
+                gr.timer.record(ns);
+            }
+        }
+    }
+
     /// Close the window: one [`CgroupStats`] per requested cgroup.
     pub(super) fn finish(&mut self) -> Vec<CgroupStats> {
         let end = self.window_end;
@@ -231,6 +242,7 @@ impl Cgroups {
                     time_at_cpus_ns: time_at,
                     reservation,
                     wakeup_latency: gr.wakeup.summary(),
+                    timer_latency: gr.timer.summary(),
                     periods,
                     budget,
                 }

@@ -116,6 +116,13 @@ pub enum EventKind {
     InitRunnable(Wake),
     /// Snapshot complete: CPUs nobody claimed and that have not switched are idle.
     InitDone,
+    /// `pid`'s sleep timer fired `late_ns` after its (soft) expiry; `cgroup`
+    /// is pid's cgroup v2 id (only traced with `--cgroup`).
+    Timer {
+        pid: Pid,
+        late_ns: u64,
+        cgroup: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,11 +137,12 @@ pub struct Event {
 impl Event {
     /// The cgroup id this event carries, if any: that of a task starting to
     /// run (switched in, or found running by the snapshot) or becoming
-    /// runnable (woken, new, or found queued by the snapshot).
+    /// runnable (woken, new, or found queued by the snapshot), or whose
+    /// sleep timer fired.
     pub fn cgroup(&self) -> Option<u64> {
         match &self.kind {
             EventKind::Switch(Switch { next_cgroup, .. }) => Some(*next_cgroup),
-            EventKind::InitCurr { cgroup, .. } => Some(*cgroup),
+            EventKind::InitCurr { cgroup, .. } | EventKind::Timer { cgroup, .. } => Some(*cgroup),
             EventKind::Waking(w) | EventKind::WakeupNew(w) | EventKind::InitRunnable(w) => {
                 Some(w.cgroup)
             }

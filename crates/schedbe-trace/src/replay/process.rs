@@ -106,6 +106,12 @@ impl Replay {
                     self.start_wait(w.pid, now, WaitCause::Snapshot, w.tier, w.mask, Some(w.task_cpu));
                 }
             }
+            EventKind::Timer { late_ns, cgroup, .. } => {
+                if self.in_window(now) {
+                    let set = self.cgroups.set_of(cgroup);
+                    self.cgroups.timer(set, late_ns);
+                }
+            }
             EventKind::InitDone => {
                 for i in 0..self.cfg.online.len() {
                     let c = self.cfg.online[i] as usize;

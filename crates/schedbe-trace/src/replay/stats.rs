@@ -107,6 +107,8 @@ pub struct CgroupStats {
     /// Its completed waits that began with a wakeup (see `latency`).
     #[serde(default)]
     pub wakeup_latency: LatencyStats,
+    /// How late its tasks' sleep timers fired (see `EventKind::Timer`).
+    pub timer_latency: LatencyStats,
     /// Its CPU and wait time per period (`ReplayConfig::period_ns`; see
     /// `period`), None without a period.
     #[serde(default)]

@@ -113,3 +113,28 @@ fn which_waits_count() {
     assert_eq!(r.cgroups[1].wakeup_latency, one(200 * US), "A/B: task 8 only");
     assert_eq!(r.diag, Diagnostics::default());
 }
+
+#[test]
+fn sleep_timer_lateness_counts_per_cgroup_in_the_window() {
+    let timer = |ts: u64, pid: Pid, late_ns: u64, cgroup: u64| Event {
+        ts,
+        cpu: 0,
+        kind: EventKind::Timer { pid, late_ns, cgroup },
+    };
+    let mut c = cfg(1);
+    c.window_start = MS;
+    let evs = vec![
+        sw_cg(0, 0, 0, 1, Tier::Lc, X),
+        // before the window: not counted
+        timer(MS / 2, 5, 9_000, A),
+        timer(2 * MS, 5, 40_000, A),
+        timer(3 * MS, 6, 20_000, AB),
+        // a task in no requested cgroup
+        timer(4 * MS, 7, 70_000, X),
+    ];
+    let r = run_cg(c, 2, &MAP, evs);
+    let a = r.cgroups[0].timer_latency;
+    assert_eq!((a.n, a.mean_ns, a.max_ns), (2, 30_000, 40_000), "A holds A/B's timers too");
+    assert_eq!(r.cgroups[1].timer_latency, one(20_000), "A/B");
+    assert_eq!(r.cgroups[0].wakeup_latency, LatencyStats::default(), "a timer is not a wait");
+}
