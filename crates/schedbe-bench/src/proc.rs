@@ -107,6 +107,29 @@ pub fn child_setup(c: &mut Command, death_sig: libc::c_int, rt: Option<u8>) {
     }
 }
 
+/// The child joins cgroup v2 directory `cgroup` between fork and exec, so
+/// every thread it starts is in it from the first.
+pub fn join_cgroup_on_exec(c: &mut Command, cgroup: &Path) -> Result<()> {
+    let procs = cgroup.join("cgroup.procs");
+    let procs_c = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).context("cgroup path")?;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let fd = libc::open(procs_c.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let r = libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1);
+            libc::close(fd);
+            if r != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
 pub fn log_file(dir: &Path, name: &str) -> Result<Stdio> {
     let p = dir.join(name);
     Ok(Stdio::from(std::fs::File::create(&p).with_context(|| format!("create {}", p.display()))?))

@@ -40,6 +40,14 @@ pub struct CgroupFigures {
     /// Element k: time with exactly k CPUs running its tasks.
     #[serde(default)]
     pub time_at_cpus_ms: Vec<f64>,
+    /// Its wakeup latency, woken until switched in (None: no wakeup seen).
+    #[serde(default)]
+    pub wake_p50_us: Option<f64>,
+    #[serde(default)]
+    pub wake_p99_us: Option<f64>,
+    /// How late its sleep timers fired (None: none seen, or not traced).
+    #[serde(default)]
+    pub timer_p99_us: Option<f64>,
 }
 
 /// One CPU's times in the tracer's window (ns).
@@ -108,6 +116,10 @@ fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
                     .and_then(|a| a.as_array())
                     .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
                     .unwrap_or_default(),
+                // a distribution with no sample is no figure
+                wake_p50_us: of("/wakeup_latency/p50_us").filter(|_| of("/wakeup_latency/n") > Some(0.0)),
+                wake_p99_us: of("/wakeup_latency/p99_us").filter(|_| of("/wakeup_latency/n") > Some(0.0)),
+                timer_p99_us: of("/timer_latency/p99_us").filter(|_| of("/timer_latency/n") > Some(0.0)),
             };
             (k.clone(), fig)
         })

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::proc::{child_setup, log_pair, Proc};
+use crate::proc::{child_setup, join_cgroup_on_exec, log_pair, Proc};
 
 pub const ROOT: &str = "/sys/fs/cgroup";
 /// Everything the Akita experiments create lives under this cgroup.
@@ -121,25 +121,13 @@ pub fn vms_toml(vms: &[Vm], cpus: &[usize]) -> String {
 /// Start `cmd` in cgroup `rel` (joined before exec), allowed on `cpus` only.
 pub fn spawn_in(name: &str, mut cmd: Command, rel: &str, cpus: &[usize], dir: &Path) -> Result<Proc> {
     let set = crate::sys::cpu_set(cpus)?;
-    let procs = PathBuf::from(ROOT).join(rel).join("cgroup.procs");
     let (o, e) = log_pair(dir, &format!("{name}.log"))?;
     cmd.stdin(Stdio::null()).stdout(o).stderr(e);
     child_setup(&mut cmd, libc::SIGKILL, None);
-    let procs_c = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).context("cgroup path")?;
+    join_cgroup_on_exec(&mut cmd, &PathBuf::from(ROOT).join(rel))?;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(move || {
-            let fd = libc::open(procs_c.as_ptr(), libc::O_WRONLY);
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let r = libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1);
-            libc::close(fd);
-            if r != 1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            crate::sys::apply_cpu_set(&set)
-        });
+        cmd.pre_exec(move || crate::sys::apply_cpu_set(&set));
     }
     Proc::spawn(name, &mut cmd)
 }

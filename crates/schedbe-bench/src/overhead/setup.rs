@@ -56,6 +56,14 @@ pub struct OverheadArgs {
     /// perf bench sched pipe: loops (-l) [default 10000, --quick 2000]
     #[arg(long)]
     pub pipe_loops: Option<u32>,
+    /// Run `schedbe trace` next to cyclictest (cyclictest in its own cgroup)
+    /// and add, from kernel tracepoints, how late its sleep timers fired
+    /// (timer_p99_us) and its wakeup latency, woken until switched in
+    /// (wake_p50_us, wake_p99_us): which part of cyclictest's latency is the
+    /// timer interrupt's and which the scheduler's. The tracer's own cost
+    /// is in every configuration's figures then.
+    #[arg(long)]
+    pub cyclictest_trace: bool,
     /// cyclictest duration, seconds [default 10, --quick 3]
     #[arg(long)]
     pub cyclictest_secs: Option<u32>,
@@ -177,6 +185,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         cyclictest_hist_us: check("cyclictest-hist-us", a.cyclictest_hist_us, 10, 1_000_000)?,
         cyclictest_load_pct: check("cyclictest-load-pct", a.cyclictest_load_pct, 0, 100)?,
         stress_ng: a.stress_ng.clone(),
+        cyclictest_trace: None,
         build_files,
         build_cc: String::new(),
         build_dir: std::env::temp_dir().join(format!("schedbe-overhead-build-{}", std::process::id())),
@@ -205,7 +214,19 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         }
     }
     let has_lc = workloads.iter().any(|w| matches!(w, Workload::Lc(_)));
-    let cgroups = if has_lc {
+    let trace_cyc = a.cyclictest_trace && has(Workload::Cyclictest);
+    if a.cyclictest_trace && !trace_cyc {
+        bail!("--cyclictest-trace needs the cyclictest workload (--workloads ...,cyclictest)");
+    }
+    if trace_cyc {
+        let c = Cgroups::setup().context("--cyclictest-trace runs cyclictest in a cgroup of its own")?;
+        let exe = std::env::current_exe().context("cannot find this program (current_exe)")?;
+        wl.cyclictest_trace = Some(workloads::CycTrace {
+            tracer: vec![exe.display().to_string(), "trace".into(), "--cgroup".into(), format!("{}/{}", crate::cgroup::BASE, workloads::CYC_CG)],
+            cgroup: c.path(workloads::CYC_CG),
+        });
+    }
+    let cgroups = if has_lc || trace_cyc {
         match Cgroups::setup() {
             Ok(c) => Some(c),
             Err(e) => {
@@ -343,7 +364,11 @@ impl Setup {
     }
 
     fn workload_metrics(&self) -> Vec<(String, &'static [workloads::Metric])> {
-        self.workloads.iter().map(|w| (w.name(), w.metrics())).collect()
+        let traced = self.wl.cyclictest_trace.is_some();
+        self.workloads
+            .iter()
+            .map(|w| (w.name(), if traced && *w == Workload::Cyclictest { workloads::CYCLICTEST_TRACED } else { w.metrics() }))
+            .collect()
     }
 
     /// overhead.json, overhead.csv and summary.md for the runs so far.

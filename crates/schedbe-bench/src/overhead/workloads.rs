@@ -19,7 +19,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::parse;
-use crate::proc::{child_setup, log_file, Proc};
+use crate::proc::{child_setup, join_cgroup_on_exec, log_file, Proc};
+use crate::tracer::{finish_tracer, start_tracer, tracer_startup_estimate_s, Tracer, TracerSpec, TRACE_MARGIN_NS};
 use crate::sys::monotonic_ns;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,11 +118,34 @@ pub struct Params {
     pub cyclictest_hist_us: u32,
     pub cyclictest_load_pct: u32,
     pub stress_ng: String,
+    /// `--cyclictest-trace`: the tracer next to cyclictest.
+    pub cyclictest_trace: Option<CycTrace>,
     pub build_files: usize,
     pub build_cc: String,
     pub build_dir: PathBuf,
     pub ncpus: usize,
     pub timeout_secs: f64,
+}
+
+/// cyclictest's cgroup under the harness's (crate::cgroup::BASE) with `--cyclictest-trace`.
+pub const CYC_CG: &str = "cyclictest";
+
+/// cyclictest's metrics with `--cyclictest-trace`: its own, then the
+/// tracer's split of them (the sleep timer's lateness, the wakeup's latency).
+pub const CYCLICTEST_TRACED: &[Metric] = &[
+    m("p99_us", "µs", false),
+    m("max_us", "µs", false),
+    m("timer_p99_us", "µs", false),
+    m("wake_p50_us", "µs", false),
+    m("wake_p99_us", "µs", false),
+];
+
+/// The tracer run next to cyclictest: its command (`schedbe trace --cgroup
+/// ...`) and the cgroup cyclictest runs in.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CycTrace {
+    pub tracer: Vec<String>,
+    pub cgroup: PathBuf,
 }
 
 /// What one run of a workload measured.
@@ -244,6 +268,8 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
         load = Some(Proc::spawn("stress-ng", &mut c)?);
         std::thread::sleep(Duration::from_secs(1));
     }
+    // the tracer loads (BPF verification: seconds under emulation) before cyclictest starts
+    let tracer = p.cyclictest_trace.as_ref().map(|t| start_cyc_tracer(t, p, dir, warnings)).transpose()?.flatten();
     let hist = dir.join("cyclictest.hist");
     let mut c = Command::new(&p.cyclictest);
     // No -p: with -p 0 and -h, rt-tests 2.4 moved its threads to SCHED_FIFO 3.
@@ -252,6 +278,9 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
         .arg(format!("--interval={}", p.cyclictest_interval_us))
         .arg(format!("--histogram={}", p.cyclictest_hist_us))
         .arg(format!("--histfile={}", hist.display()));
+    if let Some(t) = &p.cyclictest_trace {
+        join_cgroup_on_exec(&mut c, &t.cgroup)?;
+    }
     let t = monotonic_ns();
     let cpu0 = crate::sys::cpu_times()?;
     let res = spawn_cmd("cyclictest", &mut c, dir).and_then(|pr| {
@@ -282,6 +311,9 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
     if pols.is_empty() {
         warnings.push("cyclictest: could not check its threads' policy".into());
     }
+    if p.cyclictest_trace.is_some() {
+        cyc_trace_figures(tracer, dir, values, warnings);
+    }
     let text = std::fs::read_to_string(&hist).with_context(|| format!("read {}", hist.display()))?;
     let r = parse::cyclictest_hist(&text)?;
     match r.p99_us {
@@ -295,6 +327,41 @@ fn cyclictest(p: &Params, dir: &Path, values: &mut BTreeMap<String, f64>, warnin
     values.insert("samples".into(), r.samples as f64);
     values.insert("overflows".into(), r.overflows as f64);
     Ok(elapsed)
+}
+
+/// Start the tracer on cyclictest's (fresh) cgroup, its window covering
+/// cyclictest's run, and wait until it is about to open.
+fn start_cyc_tracer(t: &CycTrace, p: &Params, dir: &Path, warnings: &mut Vec<String>) -> Result<Option<Tracer>> {
+    if t.cgroup.exists() {
+        std::fs::remove_dir(&t.cgroup).with_context(|| format!("remove {} (a process left in it?)", t.cgroup.display()))?;
+    }
+    std::fs::create_dir(&t.cgroup).with_context(|| format!("mkdir {}", t.cgroup.display()))?;
+    let spec = TracerSpec { cmd: &t.tracer, rt_prio: 0, timeline: None };
+    let from = monotonic_ns() + (tracer_startup_estimate_s() * 1e9) as u64 + TRACE_MARGIN_NS;
+    // cyclictest's run plus its start-up; start_tracer keeps a margin before the end
+    let to = from + (p.cyclictest_secs as u64 + 1) * 1_000_000_000 + TRACE_MARGIN_NS;
+    let tr = start_tracer(&spec, dir, "cyclictest", from, to, warnings);
+    if tr.is_some() {
+        std::thread::sleep(Duration::from_nanos(from.saturating_sub(monotonic_ns())));
+    }
+    Ok(tr)
+}
+
+/// The tracer's figures for cyclictest's cgroup into `values`.
+fn cyc_trace_figures(tr: Option<Tracer>, dir: &Path, values: &mut BTreeMap<String, f64>, warnings: &mut Vec<String>) {
+    let key = format!("{}/{CYC_CG}", crate::cgroup::BASE);
+    let Some(c) = finish_tracer(tr, "cyclictest", dir, warnings).and_then(|f| f.cgroups.get(&key).cloned()) else {
+        warnings.push("cyclictest: no tracer figures".into());
+        return;
+    };
+    for (k, v) in [("timer_p99_us", c.timer_p99_us), ("wake_p50_us", c.wake_p50_us), ("wake_p99_us", c.wake_p99_us)] {
+        match v {
+            Some(v) => {
+                values.insert(k.into(), v);
+            }
+            None => warnings.push(format!("cyclictest: the tracer gave no {k}")),
+        }
+    }
 }
 
 #[cfg(test)]
