@@ -318,8 +318,8 @@ int BPF_PROG(tr_migrate, struct task_struct *p, int dest_cpu)
 
 /*
  * A sleep timer fired: how late, for whom. A raw tracepoint: the type of its
- * second argument (now) changed from ktime_t * to ktime_t in 7.x, so it is
- * not read; bpf_ktime_get_ns() is CLOCK_MONOTONIC, the timer's clock here,
+ * second argument (now) differs between kernels (ktime_t * in 6.12, ktime_t
+ * in 7.3), so it is not read; bpf_ktime_get_ns() is CLOCK_MONOTONIC, the timer's clock here,
  * and taken when this timer's callback is about to run it also counts the
  * timers expired before it in the same interrupt, which the sleeper waits for.
  */
