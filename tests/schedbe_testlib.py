@@ -222,10 +222,12 @@ def cg_usage_usec(rel):
     raise KeyError("usage_usec")
 
 
-def idle_seconds():
-    """Idle time of all CPUs so far (idle + iowait of /proc/stat's cpu line), in s."""
+def idle_seconds(cpu=None):
+    """Idle time so far (idle + iowait of /proc/stat), in s: of all CPUs (its
+    cpu line), or of CPU `cpu` (its cpuN line)."""
+    want = "cpu" if cpu is None else f"cpu{cpu}"
     with open("/proc/stat") as f:
-        fields = f.readline().split()
+        fields = next(l.split() for l in f if l.split()[0] == want)
     return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 

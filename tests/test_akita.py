@@ -337,7 +337,9 @@ def test_be_parked_under_vm_overload_then_resumed(procs):
     """Parking under Akita, as under the SCHED_BE policy
     (tl.park_cycle): a CPU-bound VM on the VM CPU and host hogs on the
     others starve BE below them; its cgroup is parked, the VM keeps its CPU
-    meanwhile, and once the load stops BE is thawed and runs."""
+    meanwhile (all of it that host tasks, above its slack, leave: at least
+    90%, and more than half of the CPU), and once the load stops BE is
+    thawed and runs."""
     make_cgroups(["lo"])
     be = f"{BASE}/be"
     tl.cg_create(be)
@@ -350,9 +352,17 @@ def test_be_parked_under_vm_overload_then_resumed(procs):
         return ps
 
     def vm_keeps_its_cpu():
+        # Host tasks rank above a VM's slack (docs/akita.md), and the
+        # harness's own (the daemon, pytest, kworkers) have only the VM's
+        # CPU free of a pinned hog: what they take is not the VM's to keep.
+        # What parking must not do is leave its CPU idle or give it to BE.
+        i0, t0 = tl.idle_seconds(CPU), time.monotonic()
         vm = shares(["lo"], 2.0)["lo"]
-        tl.log(f"akita park: the VM got {vm:.2f} CPU while BE was parked")
-        assert vm > 0.9, f"the VM got {vm:.2f} of its CPU while BE was parked"
+        idle = (tl.idle_seconds(CPU) - i0) / (time.monotonic() - t0)
+        host = max(0.0, 1.0 - vm - idle)
+        tl.log(f"akita park: the VM got {vm:.2f} CPU while BE was parked (its CPU idle {idle:.2f}, host tasks {host:.2f})")
+        assert vm > 0.5, f"the VM got {vm:.2f} of its CPU while BE was parked: not even most of its slack"
+        assert vm >= 0.9 * (vm + idle), f"the VM got {vm:.2f} of its CPU while BE was parked, which was idle {idle:.2f}"
 
     f = write_vms("akita-park", vm_toml([("lo", "LO", 2)]))
     with akita(f, "akita-park", "--park-after-ms", 1000, "--unpark-after-ms", 500) as sched:

@@ -9,7 +9,8 @@ loaded and kernel.bpf_stats_enabled as it was. No performance thresholds: the VM
 timing is too noisy for that. The peers are not built by the test suite (scripts/peers.sh,
 `make bench-overhead`).
 
-On the host too: bad input (unknown workload or configuration, a missing peer binary)
+On the host too: bad input (unknown workload or configuration, a missing peer binary,
+--cyclictest-trace without cyclictest)
 exits 1 with one clear error line, before anything runs.
 """
 
@@ -124,4 +125,10 @@ def test_missing_peer(tmp_path):
     empty.mkdir()
     line = run_bad(["--configs", "eevdf,scx_lavd", "--peers-dir", empty, "--out", tmp_path / "o"])
     assert "scx_lavd" in line and "scripts/peers.sh" in line and str(empty) in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_cyclictest_trace_needs_cyclictest(tmp_path):
+    line = run_bad(["--configs", "eevdf", "--workloads", "pipe", "--cyclictest-trace", "--out", tmp_path / "o"])
+    assert "--cyclictest-trace" in line and "cyclictest workload" in line, line
     assert not (tmp_path / "o").exists()

@@ -167,6 +167,9 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
     if workloads.is_empty() {
         bail!("--workloads lc with an empty --lc-utils leaves nothing to run");
     }
+    if a.cyclictest_trace && !workloads.contains(&Workload::Cyclictest) {
+        bail!("--cyclictest-trace needs the cyclictest workload (--workloads ...,cyclictest)");
+    }
     let reps = check("reps", a.reps.unwrap_or(if q { 1 } else { 3 }), 1, 100)?;
     let lc_secs = check("lc-secs", a.lc_secs.unwrap_or(if q { 3.0 } else { 10.0 }), 2.0, 3600.0)?;
     let warmup = if q { 1.0 } else { 2.0_f64.min(lc_secs / 2.0) };
@@ -214,10 +217,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         }
     }
     let has_lc = workloads.iter().any(|w| matches!(w, Workload::Lc(_)));
-    let trace_cyc = a.cyclictest_trace && has(Workload::Cyclictest);
-    if a.cyclictest_trace && !trace_cyc {
-        bail!("--cyclictest-trace needs the cyclictest workload (--workloads ...,cyclictest)");
-    }
+    let trace_cyc = a.cyclictest_trace;
     if trace_cyc {
         let c = Cgroups::setup().context("--cyclictest-trace runs cyclictest in a cgroup of its own")?;
         let exe = std::env::current_exe().context("cannot find this program (current_exe)")?;
