@@ -105,6 +105,8 @@ fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
     m.iter()
         .map(|(k, c)| {
             let of = |ptr: &str| c.pointer(ptr).and_then(|x| x.as_f64());
+            // a distribution with no sample is no figure
+            let quantile = |dist: &str, q: &str| of(&format!("/{dist}/{q}")).filter(|_| of(&format!("/{dist}/n")) > Some(0.0));
             let fig = CgroupFigures {
                 cpu_ms: of("/cpu_time_ms/total").unwrap_or(0.0),
                 max_cpus: c.get("max_cpus").and_then(|x| x.as_u64()).unwrap_or(0) as u32,
@@ -116,10 +118,9 @@ fn cgroup_figures(v: &serde_json::Value) -> BTreeMap<String, CgroupFigures> {
                     .and_then(|a| a.as_array())
                     .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
                     .unwrap_or_default(),
-                // a distribution with no sample is no figure
-                wake_p50_us: of("/wakeup_latency/p50_us").filter(|_| of("/wakeup_latency/n") > Some(0.0)),
-                wake_p99_us: of("/wakeup_latency/p99_us").filter(|_| of("/wakeup_latency/n") > Some(0.0)),
-                timer_p99_us: of("/timer_latency/p99_us").filter(|_| of("/timer_latency/n") > Some(0.0)),
+                wake_p50_us: quantile("wakeup_latency", "p50_us"),
+                wake_p99_us: quantile("wakeup_latency", "p99_us"),
+                timer_p99_us: quantile("timer_latency", "p99_us"),
             };
             (k.clone(), fig)
         })

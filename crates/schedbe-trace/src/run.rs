@@ -68,10 +68,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
     let mask_words = nr_possible.div_ceil(64).clamp(1, TRACE_MASK_WORDS as usize) as u32;
 
     // sleep timers' lateness, for the --cgroup tasks only (raw tracepoint, see trace.bpf.c)
-    let hrtimer_wakeup = match watch.is_some() {
-        true => kallsyms_addr("hrtimer_wakeup"),
-        false => None,
-    };
+    let hrtimer_wakeup = if watch.is_some() { kallsyms_addr("hrtimer_wakeup") } else { None };
     if watch.is_some() && hrtimer_wakeup.is_none() {
         warnings.push("hrtimer_wakeup is not in /proc/kallsyms (or its address is hidden): no timer_latency".into());
     }

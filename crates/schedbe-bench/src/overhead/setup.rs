@@ -217,18 +217,10 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         }
     }
     let has_lc = workloads.iter().any(|w| matches!(w, Workload::Lc(_)));
-    let trace_cyc = a.cyclictest_trace;
-    if trace_cyc {
-        let c = Cgroups::setup().context("--cyclictest-trace runs cyclictest in a cgroup of its own")?;
-        let exe = std::env::current_exe().context("cannot find this program (current_exe)")?;
-        wl.cyclictest_trace = Some(workloads::CycTrace {
-            tracer: vec![exe.display().to_string(), "trace".into(), "--cgroup".into(), format!("{}/{}", crate::cgroup::BASE, workloads::CYC_CG)],
-            cgroup: c.path(workloads::CYC_CG),
-        });
-    }
-    let cgroups = if has_lc || trace_cyc {
+    let cgroups = if has_lc || a.cyclictest_trace {
         match Cgroups::setup() {
             Ok(c) => Some(c),
+            Err(e) if a.cyclictest_trace => return Err(e.context("--cyclictest-trace runs cyclictest in a cgroup of its own")),
             Err(e) => {
                 let needs: Vec<&str> = configs.iter().filter(|c| c.plan(10).needs_cpu_controller).map(|c| c.name.as_str()).collect();
                 if !needs.is_empty() {
@@ -240,6 +232,13 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
     } else {
         None
     };
+    if let (true, Some(c)) = (a.cyclictest_trace, &cgroups) {
+        let exe = std::env::current_exe().context("cannot find this program (current_exe)")?;
+        wl.cyclictest_trace = Some(workloads::CycTrace {
+            tracer: vec![exe.display().to_string(), "trace".into(), "--cgroup".into(), format!("{}/{}", crate::cgroup::BASE, workloads::CYC_CG)],
+            cgroup: c.path(workloads::CYC_CG),
+        });
+    }
     let out = a.out.clone().unwrap_or_else(super::default_out);
     std::fs::create_dir_all(&out).with_context(|| format!("create output directory {}", out.display()))?;
 

@@ -192,18 +192,19 @@ impl Cgroups {
 
     /// A wait of `ns` that began with a wakeup ended, counted waiting in `set`.
     pub(super) fn wakeup(&mut self, set: CgroupSet, ns: u64) {
-        for g in bits(set) {
-            if let Some(gr) = self.groups.get_mut(g) {
-                gr.wakeup.record(ns);
-            }
-        }
+        self.record(set, ns, |gr| &mut gr.wakeup);
     }
 
     /// A sleep timer of a task in `set` fired `ns` late.
     pub(super) fn timer(&mut self, set: CgroupSet, ns: u64) {
+        self.record(set, ns, |gr| &mut gr.timer);
+    }
+
+    /// `ns` into one distribution (`which`) of each group in `set`.
+    fn record(&mut self, set: CgroupSet, ns: u64, which: fn(&mut Group) -> &mut Latency) {
         for g in bits(set) {
             if let Some(gr) = self.groups.get_mut(g) {
-                gr.timer.record(ns);
+                which(gr).record(ns);
             }
         }
     }
