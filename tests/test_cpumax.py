@@ -31,13 +31,12 @@ def hogs(rel, n):
 def cpus_used(rels, window, idle=None):
     """CPUs each cgroup used over `window` seconds (kernel cpu.stat); with
     `idle` (a list), also appends the CPUs left idle over it (/proc/stat)."""
-    u0 = [tl.cg_usage_usec(r) for r in rels]
-    i0, t0 = tl.idle_seconds(), time.monotonic()
+    s0 = tl.CpuSample(rels)
     time.sleep(window)
-    dt = time.monotonic() - t0
+    used, idle_cpus = tl.CpuSample(rels).cpus_since(s0)
     if idle is not None:
-        idle.append((tl.idle_seconds() - i0) / dt)
-    return [(tl.cg_usage_usec(r) - a) / 1e6 / dt for r, a in zip(rels, u0)]
+        idle.append(idle_cpus)
+    return used
 
 
 last_stats = tl.last_stats
