@@ -16,6 +16,8 @@ struct cpu_cur {
 	u64 vtime;		/* the running task's vtime when it started */
 	u64 started_at;
 	u64 weight;		/* its nice weight (~ its vtime rate) */
+	u64 burst_avg;		/* its average burst (lc_burst.bpf.h); 0: it never slept */
+	u64 burst_ran;		/* what it had run of its current burst when it started */
 	u64 resv_claim;		/* when a reservation wakeup claimed it as its victim; 0: none (resv.bpf.h) */
 	u32 resv_slot;		/* the running LC task's reservation slot; 0: none */
 	s32 pid;		/* the LC task ops.running last started here (stale once it stopped) */

@@ -41,4 +41,28 @@ static __always_inline bool lc_burst_short(const struct lc_burst *b, u64 min_ns)
 	return b->avg_ns && b->avg_ns < min_ns;
 }
 
+/*
+ * Whether a wakee whose bursts average @wakee_ns is to wait for a task that
+ * has run @ran_ns of its current burst, its bursts averaging @avg_ns, rather
+ * than preempt it: the task is expected to sleep before the wakee would
+ * have run half its own burst. Its expected rest is its average minus what
+ * it ran, or one more average once it has run past it (a guess that does
+ * not let a task that overran by a hair look about to finish); a task
+ * that never slept (a CPU hog) has no expected end, nor has a wakee with
+ * no history. Preempting a task about to sleep delays it by the wakee's
+ * whole burst to save the wakee less than that: request handlers of equal
+ * demand preempting each other served each request later (shortest
+ * remaining work first is what minimises waiting; EEVDF's wakeup
+ * preemption likewise spares a task inside its slice request).
+ */
+static __always_inline bool lc_burst_outlasts(u64 wakee_ns, u64 avg_ns, u64 ran_ns)
+{
+	u64 rest;
+
+	if (!wakee_ns || !avg_ns)
+		return false;
+	rest = ran_ns < avg_ns ? avg_ns - ran_ns : avg_ns;
+	return wakee_ns >= rest / 2;
+}
+
 #endif /* __SCHEDBE_LC_BURST_BPF_H */

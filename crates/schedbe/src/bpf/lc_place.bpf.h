@@ -173,12 +173,15 @@ static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur
  * hogs sees. Two candidates, not a scan: the cost stays constant with the
  * CPU count.
  *
- * A wakee whose bursts are short (@short_burst: on average it runs less
- * than lc_preempt_min_ns each time it wakes, lc_burst.bpf.h) does not wait
+ * A wakee whose bursts are short (@burst_ns, its average run each time it
+ * wakes, lc_burst.bpf.h, below lc_preempt_min_ns) does not wait
  * for the minimum: it costs the victim less than the minimum would, so the
  * minimum, which keeps CPU hogs from preempting each other at every
  * wakeup, need not protect against it. EEVDF likewise lets a task with a
- * short request preempt at once (PREEMPT_SHORT).
+ * short request preempt at once (PREEMPT_SHORT). Nor does a wakee preempt
+ * a task expected to sleep before it would have run half its own burst
+ * (lc_burst_outlasts()): two request handlers of equal demand wait for
+ * each other instead of each delaying the other's whole request.
  *
  * A candidate that qualifies but for its minimum run is not skipped for
  * good: @later gets the moment it will have run lc_preempt_min_ns, and
@@ -195,8 +198,9 @@ static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur
  *
  * Returns the victim, or -1 (and then in @later a victim due later, if any).
  */
-static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here, bool short_burst, struct lc_later *later)
+static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here, u64 burst_ns, struct lc_later *later)
 {
+	bool short_burst = burst_ns && burst_ns < lc_preempt_min_ns;
 	s32 cand[2] = { scx_bpf_task_cpu(p), bpf_get_prandom_u32() % scx_bpf_nr_cpu_ids() };
 	s32 victim = -1;
 	u64 now = bpf_ktime_get_ns(), best = vtime + lc_preempt_gran_ns, v;
@@ -211,6 +215,9 @@ static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here, bool sh
 			continue;
 		/* signed: started_at may come from a CPU whose clock read is a bit ahead */
 		young = !short_burst && (s64)(now - c->started_at) < (s64)lc_preempt_min_ns;
+		/* about to sleep: waiting for it costs @p less than preempting costs it */
+		if (lc_burst_outlasts(burst_ns, c->burst_avg, c->burst_ran + (young ? lc_preempt_min_ns : now - c->started_at)))
+			continue;
 		if (young && cpu != here && later->cpu >= 0)
 			continue;
 		/*
@@ -303,7 +310,7 @@ static __always_inline u32 lc_wakeup_slot(struct task_struct *p, u64 enq_flags)
 	return resv_task_slot(p, &tctx->resv);
 }
 
-static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags, bool short_burst)
+static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags, u64 burst_ns)
 {
 	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), resv_kick = -1, victim = -1, here;
 	struct lc_later later = { .cpu = -1 };
@@ -360,7 +367,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
 		 */
 		if (resv_kick < 0 && preempt) {
 			looked = true;
-			victim = lc_preempt_victim(p, vtime, here, short_burst, &later);
+			victim = lc_preempt_victim(p, vtime, here, burst_ns, &later);
 			if (victim == here && scx_bpf_task_cpu(p) == here) {
 				/* the floored vtime, as the queue would have stored it (cpu_cur, charge) */
 				scx_bpf_task_set_dsq_vtime(p, vtime);
@@ -398,7 +405,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
 		return;
 	/* the victim chosen above (not this CPU, or no direct insert here), else now */
 	if (!looked)
-		victim = lc_preempt_victim(p, vtime, here, short_burst, &later);
+		victim = lc_preempt_victim(p, vtime, here, burst_ns, &later);
 	if (victim >= 0) {
 		scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
 		count_lc_preempt(victim, here);

@@ -37,7 +37,9 @@
  *         the wakeup runs on first (no IPI), once that task has run
  *         lc_preempt_min_ns (lc_preempt_victim(); at that moment, by the
  *         CPU's slice-expiry timer, if it has not yet; at once if the woken
- *         task's bursts are shorter than that, lc_burst.bpf.h); a synchronous wakeup
+ *         task's bursts are shorter than that, lc_burst.bpf.h; never when
+ *         that task is expected to sleep before the woken one would have
+ *         run half its burst, lc_burst_outlasts()); a synchronous wakeup
  *         behind an LC waker that the kernel's picker placed on the
  *         waker's CPU stays there (sync_to_waker()).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
@@ -297,7 +299,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 			vtime = floor;
 			STAT_ADD(rcu_boosts, 1);
 		}
-		lc_enqueue(p, llc, vtime, enq_flags, tctx && lc_burst_short(&tctx->burst, lc_preempt_min_ns));
+		lc_enqueue(p, llc, vtime, enq_flags, tctx ? tctx->burst.avg_ns : 0);
 		return;
 	}
 
@@ -440,6 +442,8 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			c->weight = p->scx.weight;	/* nice only: a cheap estimate is enough here */
 			c->pid = p->pid;
 			c->tier = TIER_LC;
+			c->burst_avg = tctx->burst.avg_ns;
+			c->burst_ran = tctx->burst.cur_ns;
 		}
 		resv_start(resv_task_slot(p, &tctx->resv), &tctx->resv.held, c);
 		/* read before write: the mask is shared by every CPU, and is mostly clear */
