@@ -241,12 +241,26 @@ class CpuSample:
             b = time.monotonic()
             if b - a <= tight:
                 break
-        self.t, self.spread = (a + b) / 2, b - a
+        self.t = (a + b) / 2
 
     def cpus_since(self, before):
         """CPUs each cgroup used, and the CPUs left idle, since `before`."""
         dt = self.t - before.t
         return [(u - u0) / 1e6 / dt for u, u0 in zip(self.usec, before.usec)], (self.idle - before.idle) / dt
+
+
+def ctxt_switches(proc):
+    """The kernel's counts of `proc`'s context switches so far (/proc/PID/status):
+    (voluntary: it slept, nonvoluntary: switched out while runnable)."""
+    got = {}
+    with open(f"/proc/{proc.pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                got[k] = int(v)
+    if len(got) != 2:
+        raise AssertionError(f"no context switch counts for {proc.pid}")
+    return got["voluntary_ctxt_switches"], got["nonvoluntary_ctxt_switches"]
 
 
 def idle_seconds(cpu=None):

@@ -252,10 +252,7 @@ def test_concurrency_mode_caps_cpus_at_once():
 
 def nonvoluntary_switches(proc):
     """The kernel's count of times `proc` was switched out while runnable."""
-    for line in open(f"/proc/{proc.pid}/status"):
-        if line.startswith("nonvoluntary_ctxt_switches:"):
-            return int(line.split()[1])
-    raise AssertionError(f"no nonvoluntary_ctxt_switches for {proc.pid}")
+    return tl.ctxt_switches(proc)[1]
 
 
 def test_concurrency_mode_sibling_containers_take_turns():

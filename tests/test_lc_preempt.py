@@ -42,22 +42,11 @@ def worker(cpu, burst_s, sleep_lo_s, sleep_hi_s):
                     cgroup=f"{tl.TEST_CG}/lcp", cpus=[cpu])
 
 
-def switches(p):
-    """(voluntary, nonvoluntary) context switches of p so far."""
-    got = {}
-    with open(f"/proc/{p.pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
-                got[k] = int(v)
-    return got["voluntary_ctxt_switches"], got["nonvoluntary_ctxt_switches"]
-
-
 def over_window(procs):
     """Per process: (voluntary, nonvoluntary) switches over WINDOW s."""
-    a = [switches(p) for p in procs]
+    a = [tl.ctxt_switches(p) for p in procs]
     time.sleep(WINDOW)
-    return [(v - v0, n - n0) for (v, n), (v0, n0) in zip((switches(p) for p in procs), a)]
+    return [(v - v0, n - n0) for (v, n), (v0, n0) in zip((tl.ctxt_switches(p) for p in procs), a)]
 
 
 @pytest.mark.skipif(tl.NR_CPUS < 3, reason="needs 3 CPUs: two pinned groups and the harness's")

@@ -35,10 +35,10 @@ static __always_inline void lc_burst_slept(struct lc_burst *b)
 	b->cur_ns = 0;
 }
 
-/* Whether its bursts are shorter than @min_ns (a task yet to sleep once is not). */
-static __always_inline bool lc_burst_short(const struct lc_burst *b, u64 min_ns)
+/* Whether bursts averaging @avg_ns are shorter than @min_ns (a task yet to sleep once, avg 0, is not). */
+static __always_inline bool lc_burst_short(u64 avg_ns, u64 min_ns)
 {
-	return b->avg_ns && b->avg_ns < min_ns;
+	return avg_ns && avg_ns < min_ns;
 }
 
 /*

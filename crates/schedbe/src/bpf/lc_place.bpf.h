@@ -200,7 +200,7 @@ static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur
  */
 static s32 lc_preempt_victim(struct task_struct *p, u64 vtime, s32 here, u64 burst_ns, struct lc_later *later)
 {
-	bool short_burst = burst_ns && burst_ns < lc_preempt_min_ns;
+	bool short_burst = lc_burst_short(burst_ns, lc_preempt_min_ns);
 	s32 cand[2] = { scx_bpf_task_cpu(p), bpf_get_prandom_u32() % scx_bpf_nr_cpu_ids() };
 	s32 victim = -1;
 	u64 now = bpf_ktime_get_ns(), best = vtime + lc_preempt_gran_ns, v;
