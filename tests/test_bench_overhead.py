@@ -1,21 +1,24 @@
 """`schedbe bench overhead` (docs/bench.md): schedbe's cost with no BE, against EEVDF
 and peer sched_ext schedulers.
 
-In the VM: `schedbe bench overhead --quick --configs eevdf,schedbe --reps 1` runs every
-workload (perf messaging and pipe, cyclictest, the LC server alone at two loads, the C
-build) under both configurations; its JSON, CSV and summary are written and parse,
+In the VM: `schedbe bench overhead --quick --configs eevdf,schedbe --reps 1 --lc-capacity`
+runs every workload (perf messaging and pipe, cyclictest, the LC server alone at two
+loads of its capacity, measured first, the C build) under both configurations; its JSON,
+CSV and summary are written and parse, the LC loads offered are the fractions of the
+capacity the summary gives,
 every run finished ok, schedbe's BPF programs were counted, and it leaves no scheduler
 loaded and kernel.bpf_stats_enabled as it was. No performance thresholds: the VM's
 timing is too noisy for that. The peers are not built by the test suite (scripts/peers.sh,
 `make bench-overhead`).
 
 On the host too: bad input (unknown workload or configuration, a missing peer binary,
---cyclictest-trace without cyclictest)
+--cyclictest-trace without cyclictest, --lc-capacity without an LC workload)
 exits 1 with one clear error line, before anything runs.
 """
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -41,7 +44,7 @@ def quick_run():
     shutil.rmtree(OUT, ignore_errors=True)
     before = bpf_stats()
     r = tl.run_bench(["overhead", "--quick", "--configs", ",".join(CONFIGS), "--reps", "1", "--no-plot",
-                      "--out", OUT], "bench-overhead-quick.log", timeout=800)
+                      "--lc-capacity", "--out", OUT], "bench-overhead-quick.log", timeout=800)
     return r, before
 
 
@@ -72,6 +75,17 @@ def test_overhead_json(quick_run):
         b = runs[(w, "schedbe")]["bpf"]
         assert b is not None and b["calls"] > 0 and b["callbacks"], f"{w}: no BPF counts"
         assert runs[(w, "eevdf")]["bpf"] is None
+    # --lc-capacity: the probe's capacity C is in the notes, and each lc-NN offered NN% of it
+    cap = [n for n in d["meta"]["notes"] if n.startswith("LC capacity")]
+    assert len(cap) == 1, d["meta"]["notes"]
+    c = float(re.search(r"offers NN% of ([0-9.]+) of the CPUs", cap[0]).group(1))
+    assert 0.05 < c <= 1.0, cap[0]
+    assert (OUT / "lc-capacity" / "raw").is_dir()
+    for w, u in [("lc-60", 0.6), ("lc-85", 0.85)]:
+        for cfg in CONFIGS:
+            offered = runs[(w, cfg)]["values"]["offered_util"]
+            # Poisson arrivals over a 2 s window: a few percent either way
+            assert abs(offered / (u * c) - 1) < 0.2, f"{w} under {cfg}: offered {offered:.3f}, capacity {c:.3f}"
     ratio_rows = [x for x in d["rows"] if x["config"] == "schedbe"]
     assert any(x["ratio"] is not None for x in ratio_rows), ratio_rows
     # nothing left behind
@@ -131,4 +145,10 @@ def test_missing_peer(tmp_path):
 def test_cyclictest_trace_needs_cyclictest(tmp_path):
     line = run_bad(["--configs", "eevdf", "--workloads", "pipe", "--cyclictest-trace", "--out", tmp_path / "o"])
     assert "--cyclictest-trace" in line and "cyclictest workload" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_lc_capacity_needs_lc(tmp_path):
+    line = run_bad(["--configs", "eevdf", "--workloads", "pipe", "--lc-capacity", "--out", tmp_path / "o"])
+    assert "--lc-capacity" in line and "lc" in line, line
     assert not (tmp_path / "o").exists()

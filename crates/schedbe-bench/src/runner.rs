@@ -198,6 +198,12 @@ pub struct RunOutcome {
     /// Offered LC CPU demand in the "before" window (service demands of the
     /// requests sent then) / (window * CPUs).
     pub achieved_util_before: Option<f64>,
+    /// Service demand the server finished in the "before" window (requests
+    /// whose server-side end falls in it, whenever they were sent) / (window
+    /// * CPUs): the server's capacity when it was saturated then (`bench
+    /// overhead --lc-capacity` measures it so).
+    #[serde(default)]
+    pub served_util_before: Option<f64>,
     /// Median of (thread CPU time of a burn / requested service) before BE:
     /// above 1 when the environment makes the loop slower than calibrated
     /// (e.g. context-switch costs under emulation).
@@ -580,9 +586,13 @@ pub fn compute_figures(p: &RunParams, o: &mut RunOutcome, be_times: &[u64], has_
     let mut hb = LatencyHist::new();
     let mut ha = LatencyHist::new();
     let mut served_ns_before: u128 = 0;
+    let mut finished_ns_before: u128 = 0;
     let mut hall = LatencyHist::new();
     let mut burn: Vec<f64> = Vec::new();
     for r in &o.records {
+        if r.end_ns >= before.0 && r.end_ns < before.1 {
+            finished_ns_before += r.service_ns as u128;
+        }
         if r.intended_ns >= before.0 && r.intended_ns < o.send_end_ns {
             hall.record_ns(r.latency_ns());
         }
@@ -617,7 +627,9 @@ pub fn compute_figures(p: &RunParams, o: &mut RunOutcome, be_times: &[u64], has_
     o.mean_ratio = ratio(o.after.mean_us, o.before.mean_us);
     o.p99_ratio = ratio(o.after.p99_us, o.before.p99_us);
     let bw = before.1.saturating_sub(before.0);
-    o.achieved_util_before = if bw > 0 { Some(served_ns_before as f64 / (bw as f64 * p.ncpus.max(1) as f64)) } else { None };
+    let per_cpu_window = |ns: u128| if bw > 0 { Some(ns as f64 / (bw as f64 * p.ncpus.max(1) as f64)) } else { None };
+    o.achieved_util_before = per_cpu_window(served_ns_before);
+    o.served_util_before = per_cpu_window(finished_ns_before);
     if has_be && after.1 > after.0 {
         let n = be_times.iter().filter(|&&t| t >= after.0 && t < after.1).count();
         o.be_iters_per_s = Some(n as f64 / ((after.1 - after.0) as f64 / 1e9));
@@ -729,7 +741,8 @@ mod tests {
         for k in 0..400u64 {
             let t = t0 + k * 10_000_000;
             let lat = if t < t0 + 2_000_000_000 { 1_000_000 } else { 2_000_000 };
-            o.records.push(Record { conn: 0, id: k, intended_ns: t, send_ns: t + 1000, recv_ns: t + lat, service_ns: 1_000_000, ..Default::default() });
+            // the server ends each request 0.5 ms after it was due
+            o.records.push(Record { conn: 0, id: k, intended_ns: t, send_ns: t + 1000, recv_ns: t + lat, service_ns: 1_000_000, end_ns: t + 500_000, ..Default::default() });
         }
         let be: Vec<u64> = (0..100u64).map(|k| t0 + 2_000_000_000 + k * 20_000_000).collect();
         compute_figures(&p, &mut o, &be, true, t0 + 2_000_000_000);
@@ -739,6 +752,8 @@ mod tests {
         assert!((o.be_iters_per_s.unwrap() - 50.0).abs() < 1e-9);
         // 1 ms of demand every 10 ms on 1 CPU
         assert!((o.achieved_util_before.unwrap() - 0.1).abs() < 1e-9);
+        // finished in the window: the same 150 requests (each ends before the next is due)
+        assert!((o.served_util_before.unwrap() - 0.1).abs() < 1e-9);
         assert_eq!(o.windows.len(), 5);
         assert_eq!(o.windows[0].phase, "lc");
         assert_eq!(o.windows[2].phase, "lc+be");

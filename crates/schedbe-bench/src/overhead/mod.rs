@@ -43,6 +43,9 @@ pub fn run(a: &OverheadArgs, command_line: &str) -> Result<()> {
     let mut s = setup::prepare(a, command_line)?;
     let nonlc: Vec<Workload> = s.workloads.iter().copied().filter(|w| !matches!(w, Workload::Lc(_))).collect();
     let lc_utils: Vec<f64> = s.workloads.iter().filter_map(|w| if let Workload::Lc(u) = w { Some(*u) } else { None }).collect();
+    if s.lc_capacity {
+        s.lc_scale = measure_capacity(&mut s)?;
+    }
     let mut runs: Vec<WorkloadRun> = Vec::new();
     let mut idx = 0;
     for rep in 1..=s.reps {
@@ -176,15 +179,56 @@ fn fmt_values(r: &WorkloadRun) -> String {
     v.join(", ")
 }
 
+/// Offered load of `--lc-capacity`'s probe, in CPUs' worth of service per
+/// CPU: beyond what any server can finish, so it finishes its capacity.
+const CAPACITY_PROBE_UTIL: f64 = 1.25;
+
+/// `--lc-capacity`: offer the LC server CAPACITY_PROBE_UTIL under EEVDF for
+/// one LC phase and return the service it finished per second in the
+/// measured window, per CPU (runner's served_util_before). Recorded in the
+/// summary's parameters.
+fn measure_capacity(s: &mut Setup) -> Result<f64> {
+    let eevdf = crate::configs::parse_list("eevdf")?.remove(0);
+    let mut p = s.lc.clone();
+    p.util = CAPACITY_PROBE_UTIL;
+    p.be_secs = 0.0;
+    p.experiment = "overhead lc-capacity".into();
+    eprintln!("bench: measuring the LC server's capacity: offered {CAPACITY_PROBE_UTIL} of {} CPUs under EEVDF for {} s", p.ncpus, p.lc_alone_secs);
+    let o = run_one(&p, &eevdf, 0, 0, s.cgroups.as_ref(), &s.out.join("lc-capacity"));
+    if !o.ok {
+        bail!("--lc-capacity: the probe run failed: {}", o.error.unwrap_or_default());
+    }
+    let served = o.served_util_before.context("--lc-capacity: the probe's measured window is empty")?;
+    let offered = o.achieved_util_before.unwrap_or(0.0);
+    if !(served > 0.01) {
+        bail!("--lc-capacity: the server finished {served:.3} of the CPUs' worth of service under a {offered:.2} load; no capacity to scale by");
+    }
+    // Saturated, it finishes less than it is offered; a server that kept up was
+    // not saturated and its capacity is at least what it was offered.
+    let kept_up = served >= 0.97 * offered;
+    let cap = served.min(1.0);
+    let line = format!(
+        "LC capacity (`--lc-capacity`): offered {offered:.3} of {} CPUs under EEVDF (lc-capacity/{}), it finished {served:.3}: lc-NN offers NN% of {cap:.3} of the CPUs{}",
+        p.ncpus,
+        o.raw_dir,
+        if kept_up { " (WARNING: it kept up with the probe, so this is a lower bound)" } else { "" }
+    );
+    eprintln!("bench: {line}");
+    s.meta.notes.push(line.clone());
+    s.params_md.push(line);
+    Ok(cap)
+}
+
 /// The LC server alone at one load: the runner's lc-alone run (which loads
 /// the configuration's scheduler itself); LC mean and p99 over the whole run.
+/// The load is @util of the CPUs, scaled by --lc-capacity's measure.
 fn run_lc(s: &Setup, cfg: &Config, rep: usize, util: f64, idx: usize) -> WorkloadRun {
     let w = Workload::Lc(util);
     let mut p = s.lc.clone();
-    p.util = util;
+    p.util = util * s.lc_scale;
     p.experiment = format!("overhead {}", w.name());
     let sub = s.out.join(w.name());
-    eprintln!("bench: [{} r{rep}] {} (LC alone at util {util})", cfg.name, w.name());
+    eprintln!("bench: [{} r{rep}] {} (LC alone at util {:.3})", cfg.name, w.name(), p.util);
     let o = run_one(&p, cfg, rep - 1, idx, s.cgroups.as_ref(), &sub);
     let mut r = WorkloadRun {
         workload: w.name(),

@@ -79,6 +79,14 @@ pub struct OverheadArgs {
     /// Offered loads of the LC server alone, fractions of the CPUs (one workload lc-NN each)
     #[arg(long, default_value = "0.6,0.85")]
     pub lc_utils: String,
+    /// --lc-utils are fractions of the LC server's capacity on this machine,
+    /// not of the CPUs: before the repetitions the server is offered 1.25 of
+    /// the CPUs under EEVDF, and the service it finishes per second is its
+    /// capacity. Under emulation a request costs more than its service
+    /// demand (wakeups, the client), so 0.85 of the CPUs overloads the server
+    /// under every scheduler and its latency only measures the backlog.
+    #[arg(long)]
+    pub lc_capacity: bool,
     /// Seconds of each of an LC run's two phases (its mean and p99 cover both after warm-up) [default 10, --quick 3]
     #[arg(long)]
     pub lc_secs: Option<f64>,
@@ -127,7 +135,11 @@ pub struct Setup {
     pub calibration: Option<Calibration>,
     pub bpf_stats: Option<StatsEnabled>,
     pub peer_versions: BTreeMap<String, String>,
-    params_md: Vec<String>,
+    /// What an --lc-utils load is a fraction of, in CPUs' worth of service
+    /// per CPU: 1 (the CPUs), or the capacity --lc-capacity measured.
+    pub lc_scale: f64,
+    pub lc_capacity: bool,
+    pub(super) params_md: Vec<String>,
 }
 
 fn check<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<T> {
@@ -166,6 +178,9 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
     let workloads = workloads::parse_list(&a.workloads, &utils)?;
     if workloads.is_empty() {
         bail!("--workloads lc with an empty --lc-utils leaves nothing to run");
+    }
+    if a.lc_capacity && !workloads.iter().any(|w| matches!(w, Workload::Lc(_))) {
+        bail!("--lc-capacity scales the LC workloads' loads: add lc to --workloads");
     }
     if a.cyclictest_trace && !workloads.contains(&Workload::Cyclictest) {
         bail!("--cyclictest-trace needs the cyclictest workload (--workloads ...,cyclictest)");
@@ -328,13 +343,17 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
             "cyclictest: `{} -m -q --policy=other -t {ncpus} --duration={} --interval={} --histogram={}` (SCHED_OTHER threads, so sched_ext schedules them), under `{} --cpu {ncpus} --cpu-load {}` (0: no load)",
             wl.cyclictest, wl.cyclictest_secs, wl.cyclictest_interval_us, wl.cyclictest_hist_us, wl.stress_ng, wl.cyclictest_load_pct
         ),
-        format!("lc-NN: the LC server alone (bench lc-alone's run) at offered load NN% of {ncpus} CPUs, service {}, {lc_secs} s + {lc_secs} s (same arrivals repeated), warm-up {warmup} s; mean and p99 over both phases; no tracer", a.lc_service),
+        format!(
+            "lc-NN: the LC server alone (bench lc-alone's run) at offered load NN% of {}, service {}, {lc_secs} s + {lc_secs} s (same arrivals repeated), warm-up {warmup} s; mean and p99 over both phases; no tracer",
+            if a.lc_capacity { "its capacity (`--lc-capacity`, measured under EEVDF before the repetitions, see below)".to_string() } else { format!("{ncpus} CPUs") },
+            a.lc_service
+        ),
         format!("build: `make -j{ncpus} CC={}` of {build_files} generated C files (`make clean` before each)", wl.build_cc),
         format!("peers: {}", if peer_versions.is_empty() { "none".into() } else { peer_versions.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("; ") }),
         format!("orchestrator: {}; calibration: {}", meta.orchestrator_policy, if meta.calibration.is_empty() { "none (no LC workload)" } else { &meta.calibration }),
     ];
     eprintln!("bench: overhead — {} configuration(s) x {} workload(s) x {reps} repetition(s); output in {}", configs.len(), workloads.len(), out.display());
-    Ok(Setup { configs, workloads, reps, out, meta, wl, lc, cgroups, calibration, bpf_stats, peer_versions, params_md })
+    Ok(Setup { configs, workloads, reps, out, meta, wl, lc, cgroups, calibration, bpf_stats, peer_versions, lc_scale: 1.0, lc_capacity: a.lc_capacity, params_md })
 }
 
 #[derive(Serialize)]
