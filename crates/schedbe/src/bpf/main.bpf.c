@@ -464,11 +464,32 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
  * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
  * @p is throttled now). Called at every tick as well as at
  * stopping, because a task that keeps its CPU never reaches ops.stopping.
- * The tier clocks are not advanced here: they follow the vtime of tasks as
- * they start (ops.running), i.e. the front of the queue. Advancing them to a
- * charged vtime would let the sleeper floor in enqueue erase the weight
- * differences between tasks that are always runnable.
+ * The tier clocks are not set to a charged vtime here: they follow the vtime
+ * of tasks as they start (ops.running), i.e. the front of the queue, and the
+ * LC clock V's rate (lc_clock_served()). Setting them to a charged vtime
+ * would let the sleeper floor in enqueue erase the weight differences
+ * between tasks that are always runnable.
  */
+/*
+ * The LC clock also advances as the LC queue is served, at EEVDF's rate for
+ * its average vruntime V: @dv, the vtime just charged on @cpu, over the tasks
+ * sharing the CPUs (those queued in the LLC, and one running on each of its
+ * CPUs). Otherwise the clock moves only when a task ahead of it starts; while
+ * every waking task starts at the sleeper floor it stands still, and the
+ * queue orders request handlers by how much they ran, not by when they woke
+ * (docs/overhead.md, 2026-11-28 third). Counting every CPU as running LC
+ * overestimates the sharers, so the clock never runs ahead of V and the floor
+ * does not erase the weights of tasks that are always runnable. Nothing is
+ * written while the queue is empty; a racing update lost only slows it.
+ */
+static __always_inline void lc_clock_served(s32 cpu, u64 dv)
+{
+	u64 q = scx_bpf_dsq_nr_queued(lc_dsq(llc_of(cpu)));
+
+	if (q)
+		lc_vtime_now += dv / (q + scx_bpf_nr_cpu_ids() / nr_llcs);
+}
+
 static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
 	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
@@ -482,9 +503,12 @@ static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 			STAT_ADD(guard_ns, ran);
 		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
 	} else {
+		u64 dv = ran * 100 / lc_weight(p, &tctx->lcw);
+
 		STAT_ADD(lc_ns, ran);
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / lc_weight(p, &tctx->lcw));
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + dv);
 		acct_runnable(p, &tctx->lcw, now);
+		lc_clock_served(scx_bpf_task_cpu(p), dv);
 	}
 	return bw_charge(p, &tctx->bw, now);
 }
