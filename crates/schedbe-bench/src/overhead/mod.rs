@@ -43,7 +43,7 @@ pub fn run(a: &OverheadArgs, command_line: &str) -> Result<()> {
     let mut s = setup::prepare(a, command_line)?;
     let nonlc: Vec<Workload> = s.workloads.iter().copied().filter(|w| !matches!(w, Workload::Lc(_))).collect();
     let lc_utils: Vec<f64> = s.workloads.iter().filter_map(|w| if let Workload::Lc(u) = w { Some(*u) } else { None }).collect();
-    if s.lc_capacity {
+    if a.lc_capacity {
         s.lc_scale = measure_capacity(&mut s)?;
     }
     let mut runs: Vec<WorkloadRun> = Vec::new();
@@ -188,7 +188,7 @@ const CAPACITY_PROBE_UTIL: f64 = 1.25;
 /// measured window, per CPU (runner's served_util_before). Recorded in the
 /// summary's parameters.
 fn measure_capacity(s: &mut Setup) -> Result<f64> {
-    let eevdf = crate::configs::parse_list("eevdf")?.remove(0);
+    let eevdf: Config = "eevdf".parse()?;
     let mut p = s.lc.clone();
     p.util = CAPACITY_PROBE_UTIL;
     p.be_secs = 0.0;

@@ -138,7 +138,6 @@ pub struct Setup {
     /// What an --lc-utils load is a fraction of, in CPUs' worth of service
     /// per CPU: 1 (the CPUs), or the capacity --lc-capacity measured.
     pub lc_scale: f64,
-    pub lc_capacity: bool,
     pub(super) params_md: Vec<String>,
 }
 
@@ -353,7 +352,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         format!("orchestrator: {}; calibration: {}", meta.orchestrator_policy, if meta.calibration.is_empty() { "none (no LC workload)" } else { &meta.calibration }),
     ];
     eprintln!("bench: overhead — {} configuration(s) x {} workload(s) x {reps} repetition(s); output in {}", configs.len(), workloads.len(), out.display());
-    Ok(Setup { configs, workloads, reps, out, meta, wl, lc, cgroups, calibration, bpf_stats, peer_versions, lc_scale: 1.0, lc_capacity: a.lc_capacity, params_md })
+    Ok(Setup { configs, workloads, reps, out, meta, wl, lc, cgroups, calibration, bpf_stats, peer_versions, lc_scale: 1.0, params_md })
 }
 
 #[derive(Serialize)]

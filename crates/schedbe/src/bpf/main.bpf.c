@@ -460,17 +460,6 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 }
 
 /*
- * Charge the time @p ran since it started or was last charged: per-tier CPU
- * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
- * @p is throttled now). Called at every tick as well as at
- * stopping, because a task that keeps its CPU never reaches ops.stopping.
- * The tier clocks are not set to a charged vtime here: they follow the vtime
- * of tasks as they start (ops.running), i.e. the front of the queue, and the
- * LC clock V's rate (lc_clock_served()). Setting them to a charged vtime
- * would let the sleeper floor in enqueue erase the weight differences
- * between tasks that are always runnable.
- */
-/*
  * The LC clock also advances as the LC queue is served, at EEVDF's rate for
  * its average vruntime V: @dv, the vtime just charged on @cpu, over the tasks
  * sharing the CPUs (those queued in the LLC, and one running on each of its
@@ -490,6 +479,17 @@ static __always_inline void lc_clock_served(s32 cpu, u64 dv)
 		lc_vtime_now += dv / (q + scx_bpf_nr_cpu_ids() / nr_llcs);
 }
 
+/*
+ * Charge the time @p ran since it started or was last charged: per-tier CPU
+ * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
+ * @p is throttled now). Called at every tick as well as at
+ * stopping, because a task that keeps its CPU never reaches ops.stopping.
+ * The tier clocks are not set to a charged vtime here: they follow the vtime
+ * of tasks as they start (ops.running), i.e. the front of the queue, and the
+ * LC clock V's rate (lc_clock_served()). Setting them to a charged vtime
+ * would let the sleeper floor in enqueue erase the weight differences
+ * between tasks that are always runnable.
+ */
 static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
 	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
