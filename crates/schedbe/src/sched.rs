@@ -93,7 +93,9 @@ impl<'a> Scheduler<'a> {
         for cpu in topo.all_cpus.values() {
             if cpu.id < bpf_intf::schedbe_consts_SCHEDBE_MAX_CPUS as usize {
                 let idx = llc_index.get(&cpu.llc_id).copied().unwrap_or(0);
-                rodata.cpu_llc[cpu.id] = if (idx as usize) < nr_llcs { idx } else { 0 };
+                let idx = if (idx as usize) < nr_llcs { idx } else { 0 };
+                rodata.cpu_llc[cpu.id] = idx;
+                rodata.llc_nr_cpus[idx as usize] += 1;
             }
         }
         info!("{} CPUs, {} LLC queue pairs", topo.all_cpus.len(), nr_llcs);

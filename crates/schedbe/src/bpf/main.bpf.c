@@ -105,6 +105,7 @@ const volatile u32 nr_llcs = 1;
  */
 const volatile bool evacuate_from_tp = false;
 const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
+const volatile u32 llc_nr_cpus[SCHEDBE_MAX_LLCS];	/* LLC index -> its CPUs at load */
 
 /* Virtual-time clocks of the two tiers. */
 static u64 lc_vtime_now, be_vtime_now;
@@ -468,15 +469,17 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
  * queue orders request handlers by how much they ran, not by when they woke
  * (docs/overhead.md, 2026-11-28 third). Counting every CPU as running LC
  * overestimates the sharers, so the clock never runs ahead of V and the floor
- * does not erase the weights of tasks that are always runnable. Nothing is
+ * does not erase the weights of tasks that are always runnable (the LLC's
+ * CPUs are counted at load: one that goes offline only slows it). Nothing is
  * written while the queue is empty; a racing update lost only slows it.
  */
 static __always_inline void lc_clock_served(s32 cpu, u64 dv)
 {
-	u64 q = scx_bpf_dsq_nr_queued(lc_dsq(llc_of(cpu)));
+	u32 llc = llc_of(cpu);
+	u64 q = scx_bpf_dsq_nr_queued(lc_dsq(llc));
 
 	if (q)
-		lc_vtime_now += dv / (q + scx_bpf_nr_cpu_ids() / nr_llcs);
+		lc_vtime_now += dv / (q + (llc_nr_cpus[llc & (SCHEDBE_MAX_LLCS - 1)] ?: 1));
 }
 
 /*
