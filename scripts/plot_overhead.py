@@ -8,8 +8,8 @@ figure (perf messaging time, pipe ops/s, cyclictest p99 and max, LC mean and
 p99 at each load, build time), a bar per configuration = its value divided by
 EEVDF's in the same repetition (median over repetitions, whiskers min-max;
 the dotted line is EEVDF), and, when measured, a panel of the schedulers' BPF
-CPU time (% of elapsed x CPUs) per workload. Without an eevdf configuration
-the panels show the raw medians instead. Needs matplotlib (python3-matplotlib).
+CPU time (% of elapsed x CPUs) per workload, from the BPF count pass.
+Without an eevdf configuration the panels show the raw medians instead. Needs matplotlib (python3-matplotlib).
 """
 import json
 import math
@@ -108,11 +108,11 @@ def main():
             ax.bar([x + i * width for x in range(len(workloads))], vals, width=width, label=c)
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(workloads))])
         ax.set_xticklabels(workloads, rotation=30, ha="right", fontsize=8)
-        ax.set_title("BPF CPU time (% of elapsed x CPUs), median", fontsize=8)
+        ax.set_title("BPF CPU time (% of elapsed x CPUs), BPF count pass", fontsize=8)
         ax.legend(fontsize=7)
     for ax in flat[n:]:
         ax.axis("off")
-    reps = max((r["rep"] for r in data["runs"]), default=0)
+    reps = max((r["rep"] for r in data["runs"] if not r.get("counted")), default=0)
     fig.suptitle(f"schedbe bench overhead: {reps} repetition(s), median [min-max]; noisy under emulation", fontsize=9)
     fig.tight_layout()
     f = "overhead.png"

@@ -6,8 +6,9 @@ runs every workload (perf messaging and pipe, cyclictest, the LC server alone at
 loads of its capacity, measured first, the C build) under both configurations; its JSON,
 CSV and summary are written and parse, the LC loads offered are the fractions of the
 capacity the summary gives,
-every run finished ok, schedbe's BPF programs were counted, and it leaves no scheduler
-loaded and kernel.bpf_stats_enabled as it was. No performance thresholds: the VM's
+every run finished ok, schedbe's BPF programs were counted in the count pass after the
+timed repetition and in no timed run, the counted runs are in no ratio, and it leaves
+no scheduler loaded and kernel.bpf_stats_enabled as it was. No performance thresholds: the VM's
 timing is too noisy for that. The peers are not built by the test suite (scripts/peers.sh,
 `make bench-overhead`).
 
@@ -18,7 +19,6 @@ exits 1 with one clear error line, before anything runs.
 
 import csv
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -54,9 +54,13 @@ def test_overhead_json(quick_run):
     d = json.loads((OUT / "overhead.json").read_text())
     assert [c[0] for c in d["configs"]] == CONFIGS
     assert d["workloads"] == WORKLOADS
-    runs = {(r["workload"], r["config"]): r for r in d["runs"]}
+    runs = {(r["workload"], r["config"]): r for r in d["runs"] if not r["counted"]}
+    counted = {(r["workload"], r["config"]): r for r in d["runs"] if r["counted"]}
     assert sorted(runs) == sorted((w, c) for w in WORKLOADS for c in CONFIGS), runs.keys()
-    for (w, c), r in runs.items():
+    # the count pass: every workload once more under schedbe, none under EEVDF
+    assert sorted(counted) == sorted((w, "schedbe") for w in WORKLOADS), counted.keys()
+    assert all(r["rep"] == 2 for r in counted.values())
+    for (w, c), r in list(runs.items()) + list(counted.items()):
         assert r["ok"], f"{w} under {c}: {r.get('error')}"
         assert r["values"], f"{w} under {c}: no values"
         assert (OUT / r["raw_dir"]).is_dir(), r["raw_dir"]
@@ -70,17 +74,22 @@ def test_overhead_json(quick_run):
         assert cyc["busy_pct"] >= 25, f"cyclictest under {c} ran on a machine {cyc['busy_pct']:.0f}% busy"
         assert runs[("lc-60", c)]["values"]["requests"] > 0
         assert runs[("build", c)]["values"]["wall_s"] > 0
-    # schedbe's BPF programs were counted around each workload (the LC server's over its first phase)
+    # schedbe's BPF programs were counted around each workload of the count pass (the LC
+    # server's over its first phase), and in no timed run
     for w in ["messaging", "pipe", "cyclictest", "lc-60", "build"]:
-        b = runs[(w, "schedbe")]["bpf"]
+        b = counted[(w, "schedbe")]["bpf"]
         assert b is not None and b["calls"] > 0 and b["callbacks"], f"{w}: no BPF counts"
-        assert runs[(w, "eevdf")]["bpf"] is None
+        assert runs[(w, "schedbe")]["bpf"] is None and runs[(w, "eevdf")]["bpf"] is None
+    assert any("count pass" in n for n in d["meta"]["notes"]), d["meta"]["notes"]
     # --lc-capacity: the probe's capacity C is in the notes, and each lc-NN offered NN% of it
     cap = [n for n in d["meta"]["notes"] if n.startswith("LC capacity")]
     assert len(cap) == 1, d["meta"]["notes"]
-    c = float(re.search(r"offers NN% of ([0-9.]+) of the CPUs", cap[0]).group(1))
-    assert 0.05 < c <= 1.0, cap[0]
-    assert (OUT / "lc-capacity" / "raw").is_dir()
+    lcc = d["lc_capacity"]
+    c = lcc["capacity"]
+    assert 0.05 < c <= 1.0, lcc
+    assert c == min(lcc["served_util"], 1.0) and lcc["offered_util"] > 1.0, lcc
+    assert f"{c:.3f}" in cap[0], (cap[0], lcc)
+    assert (OUT / lcc["raw_dir"] / "requests.csv").is_file(), lcc
     for w, u in [("lc-60", 0.6), ("lc-85", 0.85)]:
         for cfg in CONFIGS:
             offered = runs[(w, cfg)]["values"]["offered_util"]
@@ -101,6 +110,9 @@ def test_overhead_csv_and_summary(quick_run):
         rows = list(csv.DictReader(f))
     assert {x["config"] for x in rows} == set(CONFIGS)
     assert {x["workload"] for x in rows} == set(WORKLOADS)
+    # the count pass's rows: schedbe's only, and in no ratio
+    assert {x["pass"] for x in rows} == {"timed", "bpf-count"}
+    assert all(x["config"] == "schedbe" and x["ratio_to_eevdf"] == "" for x in rows if x["pass"] == "bpf-count")
     for x in rows:
         v = float(x["value"])
         if x["config"] == "eevdf":

@@ -6,7 +6,7 @@
 //! through libbpf-rs. Counting costs two clock reads per program run,
 //! which the measured workloads then include.
 //!
-//! Used by `bench overhead` (around each workload), the LC-server
+//! Used by `bench overhead` (around each workload of its count pass), the LC-server
 //! experiments' `--bpf-stats` (the LC-alone phase, runner.rs) and the
 //! serverless experiments.
 
@@ -28,6 +28,13 @@ pub fn enable_stats() -> Result<StatsEnabled> {
     let old = std::fs::read_to_string(SYSCTL).with_context(|| format!("read {SYSCTL}"))?.trim().to_string();
     std::fs::write(SYSCTL, "1").with_context(|| format!("write 1 to {SYSCTL}"))?;
     Ok(StatsEnabled { old })
+}
+
+impl StatsEnabled {
+    /// Was it already on (someone else's counting) when this turned it on?
+    pub fn was_on(&self) -> bool {
+        self.old != "0"
+    }
 }
 
 impl Drop for StatsEnabled {

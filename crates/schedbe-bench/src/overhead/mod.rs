@@ -4,10 +4,12 @@
 //! schedbe, scx_bpfland, scx_lavd; rep 2: ...), every workload per
 //! configuration: perf's messaging and pipe benchmarks, cyclictest under a
 //! background load, the LC server alone at two loads (the runner's lc-alone
-//! machinery) and a parallel C build. With kernel.bpf_stats_enabled the
-//! loaded scheduler's BPF time per callback is measured around each
-//! workload (for the LC server, whose runs load the scheduler themselves,
-//! over the first phase's measured window).
+//! machinery) and a parallel C build. Then a BPF count pass: every
+//! scheduler configuration runs each workload once more with
+//! kernel.bpf_stats_enabled, and its BPF time per callback is measured
+//! around each workload (for the LC server, whose runs load the scheduler
+//! themselves, over the first phase's measured window). The counting slows
+//! every BPF program, so the timed repetitions run without it.
 //! docs/bench.md.
 
 pub mod build;
@@ -25,7 +27,7 @@ use crate::configs::Config;
 use crate::runner::run_one;
 use crate::scx::{self, sched_ext_state, SchedCmd};
 use report::WorkloadRun;
-use setup::Setup;
+use setup::{LcCapacity, Setup};
 use workloads::Workload;
 
 pub use setup::OverheadArgs;
@@ -44,7 +46,7 @@ pub fn run(a: &OverheadArgs, command_line: &str) -> Result<()> {
     let nonlc: Vec<Workload> = s.workloads.iter().copied().filter(|w| !matches!(w, Workload::Lc(_))).collect();
     let lc_utils: Vec<f64> = s.workloads.iter().filter_map(|w| if let Workload::Lc(u) = w { Some(*u) } else { None }).collect();
     if a.lc_capacity {
-        s.lc_scale = measure_capacity(&mut s)?;
+        s.lc_capacity = Some(measure_capacity(&mut s)?);
     }
     let mut runs: Vec<WorkloadRun> = Vec::new();
     let mut idx = 0;
@@ -52,14 +54,18 @@ pub fn run(a: &OverheadArgs, command_line: &str) -> Result<()> {
         for cfg in s.configs.clone() {
             eprintln!("bench: overhead repetition {rep}/{}: {}", s.reps, cfg.name);
             if !nonlc.is_empty() {
-                runs.extend(run_group(&s, &cfg, rep, &nonlc));
+                runs.extend(run_group(&s, &cfg, rep, &nonlc, false));
             }
             for &u in &lc_utils {
                 idx += 1;
-                runs.push(run_lc(&s, &cfg, rep, u, idx));
+                runs.push(run_lc(&s, &cfg, rep, u, idx, false));
             }
             s.write(&runs, &[])?;
         }
+    }
+    if s.bpf_count {
+        runs.extend(count_pass(&s, &nonlc, &lc_utils, &mut idx));
+        s.write(&runs, &[])?;
     }
     if let Some(c) = &s.cgroups {
         c.cleanup();
@@ -108,12 +114,40 @@ fn check_scheduler(cmd: Option<&SchedCmd>) -> Result<()> {
     Ok(())
 }
 
+/// The BPF count pass, after the timed repetitions: each configuration with
+/// a scheduler runs every workload once more (repetition reps+1) with
+/// kernel.bpf_stats_enabled on, which gives its BPF cost per callback. No
+/// ratio uses these runs.
+fn count_pass(s: &Setup, nonlc: &[Workload], lc_utils: &[f64], idx: &mut usize) -> Vec<WorkloadRun> {
+    let _on = match bpf::enable_stats() {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("bench: warning: no BPF count pass: {e:#}");
+            return Vec::new();
+        }
+    };
+    let rep = s.reps + 1;
+    let mut out = Vec::new();
+    for cfg in s.configs.iter().filter(|c| c.plan(10).scheduler.is_some()) {
+        eprintln!("bench: BPF count pass (kernel.bpf_stats_enabled=1): {}", cfg.name);
+        if !nonlc.is_empty() {
+            out.extend(run_group(s, cfg, rep, nonlc, true));
+        }
+        for &u in lc_utils {
+            *idx += 1;
+            out.push(run_lc(s, cfg, rep, u, *idx, true));
+        }
+    }
+    out
+}
+
 /// The non-LC workloads of one configuration and repetition, under one load
-/// of its scheduler.
-fn run_group(s: &Setup, cfg: &Config, rep: usize, ws: &[Workload]) -> Vec<WorkloadRun> {
+/// of its scheduler. @counted: the BPF count pass (kernel.bpf_stats_enabled
+/// is on): the scheduler's programs are counted around each workload.
+fn run_group(s: &Setup, cfg: &Config, rep: usize, ws: &[Workload], counted: bool) -> Vec<WorkloadRun> {
     let raw = format!("raw/{}-r{rep}", cfg.name);
     let dir = s.out.join(&raw);
-    let blank = |w: Workload| WorkloadRun { workload: w.name(), config: cfg.name.clone(), rep, raw_dir: raw.clone(), ..Default::default() };
+    let blank = |w: Workload| WorkloadRun { workload: w.name(), config: cfg.name.clone(), rep, counted, raw_dir: raw.clone(), ..Default::default() };
     let fail_all = |e: anyhow::Error| ws.iter().map(|w| WorkloadRun { error: Some(format!("{e:#}")), ..blank(*w) }).collect::<Vec<_>>();
     if let Err(e) = std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display())) {
         return fail_all(e);
@@ -132,12 +166,12 @@ fn run_group(s: &Setup, cfg: &Config, rep: usize, ws: &[Workload]) -> Vec<Worklo
         }
         None => None,
     };
-    let names = if s.bpf_stats.is_some() && loaded.is_some() { bpf::names() } else { Default::default() };
+    let names = if counted && loaded.is_some() { bpf::names() } else { Default::default() };
     let mut out = Vec::new();
     for &w in ws {
         let mut r = blank(w);
         eprintln!("bench: [{} r{rep}] {}", cfg.name, w.name());
-        let before = loaded.as_ref().filter(|_| s.bpf_stats.is_some()).map(|l| bpf::snapshot(l.pid()));
+        let before = loaded.as_ref().filter(|_| counted).map(|l| bpf::snapshot(l.pid()));
         match workloads::run(w, &s.wl, &dir).and_then(|m| check_scheduler(cmd.as_ref()).map(|_| m)) {
             Ok(m) => {
                 if let (Some(Ok(b)), Some(l)) = (&before, &loaded) {
@@ -186,8 +220,8 @@ const CAPACITY_PROBE_UTIL: f64 = 1.25;
 /// `--lc-capacity`: offer the LC server CAPACITY_PROBE_UTIL under EEVDF for
 /// one LC phase and return the service it finished per second in the
 /// measured window, per CPU (runner's served_util_before). Recorded in the
-/// summary's parameters.
-fn measure_capacity(s: &mut Setup) -> Result<f64> {
+/// summary's parameters and notes, and in overhead.json's lc_capacity.
+fn measure_capacity(s: &mut Setup) -> Result<LcCapacity> {
     let eevdf: Config = "eevdf".parse()?;
     let mut p = s.lc.clone();
     p.util = CAPACITY_PROBE_UTIL;
@@ -216,16 +250,18 @@ fn measure_capacity(s: &mut Setup) -> Result<f64> {
     eprintln!("bench: {line}");
     s.meta.notes.push(line.clone());
     s.params_md.push(line);
-    Ok(cap)
+    Ok(LcCapacity { offered_util: offered, served_util: served, capacity: cap, lower_bound: kept_up, raw_dir: format!("lc-capacity/{}", o.raw_dir) })
 }
 
 /// The LC server alone at one load: the runner's lc-alone run (which loads
 /// the configuration's scheduler itself); LC mean and p99 over the whole run.
 /// The load is @util of the CPUs, scaled by --lc-capacity's measure.
-fn run_lc(s: &Setup, cfg: &Config, rep: usize, util: f64, idx: usize) -> WorkloadRun {
+/// @counted: the BPF count pass (the runner counts the scheduler's programs).
+fn run_lc(s: &Setup, cfg: &Config, rep: usize, util: f64, idx: usize, counted: bool) -> WorkloadRun {
     let w = Workload::Lc(util);
     let mut p = s.lc.clone();
-    p.util = util * s.lc_scale;
+    p.util = util * s.lc_scale();
+    p.bpf_stats = counted;
     p.experiment = format!("overhead {}", w.name());
     let sub = s.out.join(w.name());
     eprintln!("bench: [{} r{rep}] {} (LC alone at util {:.3})", cfg.name, w.name(), p.util);
@@ -234,6 +270,7 @@ fn run_lc(s: &Setup, cfg: &Config, rep: usize, util: f64, idx: usize) -> Workloa
         workload: w.name(),
         config: cfg.name.clone(),
         rep,
+        counted,
         ok: o.ok,
         error: o.error.clone(),
         elapsed_s: p.lc_alone_secs + p.be_secs,

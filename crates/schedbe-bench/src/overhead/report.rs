@@ -29,20 +29,33 @@ pub struct WorkloadRun {
     /// The workload's figures (keys as in workloads::Workload::metrics, and more).
     pub values: BTreeMap<String, f64>,
     pub elapsed_s: f64,
-    /// The loaded scheduler's BPF programs over the workload (not measured
-    /// for the LC server runs, which load the scheduler themselves).
+    /// The BPF count pass (after the timed repetitions, with
+    /// kernel.bpf_stats_enabled): its runs give `bpf` and are in no ratio,
+    /// since the counting slows every BPF program it counts.
+    #[serde(default)]
+    pub counted: bool,
+    /// The loaded scheduler's BPF programs over the workload (the LC
+    /// server's over its first phase's measured window); count pass only.
     pub bpf: Option<BpfCost>,
     /// This run's raw files, relative to the output directory.
     pub raw_dir: String,
     pub warnings: Vec<String>,
 }
 
-/// value(config) / value(baseline) for each repetition where both ran.
+impl WorkloadRun {
+    /// Which repetition, for people: "rep N", or the BPF count pass.
+    pub fn rep_label(&self) -> String {
+        if self.counted { "BPF count pass".into() } else { format!("rep {}", self.rep) }
+    }
+}
+
+/// value(config) / value(baseline) for each timed repetition where both ran.
 pub fn ratios(runs: &[WorkloadRun], workload: &str, metric: &str, config: &str, baseline: &str) -> Vec<f64> {
+    let timed = || runs.iter().filter(|r| !r.counted);
     let val = |cfg: &str, rep: usize| {
-        runs.iter().find(|r| r.ok && r.workload == workload && r.config == cfg && r.rep == rep).and_then(|r| r.values.get(metric).copied())
+        timed().find(|r| r.ok && r.workload == workload && r.config == cfg && r.rep == rep).and_then(|r| r.values.get(metric).copied())
     };
-    let mut reps: Vec<usize> = runs.iter().filter(|r| r.workload == workload && r.config == config).map(|r| r.rep).collect();
+    let mut reps: Vec<usize> = timed().filter(|r| r.workload == workload && r.config == config).map(|r| r.rep).collect();
     reps.sort_unstable();
     reps.dedup();
     reps.into_iter()
@@ -66,13 +79,14 @@ pub struct Row {
     pub ratio: Option<Spread>,
 }
 
-/// Rows for every workload (in order) x metric x configuration (in order).
+/// Rows for every workload (in order) x metric x configuration (in order),
+/// from the timed repetitions.
 pub fn rows(runs: &[WorkloadRun], workloads: &[(String, &'static [Metric])], configs: &[String]) -> Vec<Row> {
     let mut out = Vec::new();
     for (w, metrics) in workloads {
         for m in metrics.iter() {
             for c in configs {
-                let mine: Vec<&WorkloadRun> = runs.iter().filter(|r| &r.workload == w && &r.config == c).collect();
+                let mine: Vec<&WorkloadRun> = runs.iter().filter(|r| !r.counted && &r.workload == w && &r.config == c).collect();
                 let vals: Vec<f64> = mine.iter().filter(|r| r.ok).filter_map(|r| r.values.get(m.key).copied()).collect();
                 out.push(Row {
                     workload: w.clone(),
@@ -92,7 +106,7 @@ pub fn rows(runs: &[WorkloadRun], workloads: &[(String, &'static [Metric])], con
 }
 
 /// Per configuration and program: calls, ns per call and share of BPF
-/// time, over all workloads and repetitions.
+/// time, over all workloads of the count pass.
 fn bpf_callbacks(runs: &[WorkloadRun]) -> BTreeMap<String, Vec<(String, u64, u64)>> {
     let mut acc: BTreeMap<String, BTreeMap<String, (u64, u64)>> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.ok) {
@@ -163,11 +177,11 @@ pub fn markdown(s: &Summary) -> String {
     if !failed.is_empty() || !warned.is_empty() || !s.meta.notes.is_empty() {
         let _ = writeln!(m, "\n## Failures, warnings, notes\n");
         for r in failed {
-            let _ = writeln!(m, "- FAILED {} / {} / rep {}: {}", r.workload, r.config, r.rep, r.error.as_deref().unwrap_or("?"));
+            let _ = writeln!(m, "- FAILED {} / {} / {}: {}", r.workload, r.config, r.rep_label(), r.error.as_deref().unwrap_or("?"));
         }
         for r in warned {
             for w in &r.warnings {
-                let _ = writeln!(m, "- {} / {} / rep {}: {w}", r.workload, r.config, r.rep);
+                let _ = writeln!(m, "- {} / {} / {}: {w}", r.workload, r.config, r.rep_label());
             }
         }
         for n in &s.meta.notes {
@@ -194,7 +208,7 @@ fn conditions(m: &mut String, s: &Summary, cfgs: &[&str]) {
         let cells: Vec<String> = cfgs
             .iter()
             .map(|c| {
-                let v: Vec<f64> = s.runs.iter().filter(|r| r.ok && r.workload == *w && r.config == *c).filter_map(|r| r.values.get(*key).copied()).collect();
+                let v: Vec<f64> = s.runs.iter().filter(|r| r.ok && !r.counted && r.workload == *w && r.config == *c).filter_map(|r| r.values.get(*key).copied()).collect();
                 format!("{c} {}", fmt_spread(&spread(&v), 1))
             })
             .collect();
@@ -207,8 +221,8 @@ fn bpf_tables(m: &mut String, s: &Summary) {
     if with_bpf.is_empty() {
         return;
     }
-    let _ = writeln!(m, "\n## BPF CPU time: % of (elapsed x CPUs), median [min–max] over repetitions\n");
-    let _ = writeln!(m, "From kernel.bpf_stats_enabled (run_time_ns, run_cnt of each program the scheduler holds); the counting itself is in every timing of these runs.\n");
+    let _ = writeln!(m, "\n## BPF CPU time: % of (elapsed x CPUs), in the BPF count pass\n");
+    let _ = writeln!(m, "From kernel.bpf_stats_enabled (run_time_ns, run_cnt of each program the scheduler holds), on only for a pass of its own after the timed repetitions (each workload once per scheduler): the counting costs every BPF program two clock reads per run, so the timings above are without it.\n");
     let _ = writeln!(m, "| workload | {} |", with_bpf.join(" | "));
     let _ = writeln!(m, "|---|{}", "---|".repeat(with_bpf.len()));
     for (w, _) in s.workloads {
@@ -223,7 +237,7 @@ fn bpf_tables(m: &mut String, s: &Summary) {
             let _ = writeln!(m, "| {w} | {} |", cells.join(" | "));
         }
     }
-    let _ = writeln!(m, "\nPer program (callback), all workloads and repetitions together:\n");
+    let _ = writeln!(m, "\nPer program (callback), all workloads of the count pass together:\n");
     let _ = writeln!(m, "| config | program | calls | ns/call | share of BPF time |");
     let _ = writeln!(m, "|---|---|---|---|---|");
     for (c, cbs) in bpf_callbacks(s.runs) {
@@ -237,17 +251,18 @@ fn bpf_tables(m: &mut String, s: &Summary) {
 }
 
 /// Long format: one line per run and value, with the ratio to the baseline
-/// in the same repetition.
+/// in the same repetition (none in the BPF count pass, `pass` bpf-count).
 pub fn write_csv(path: &Path, runs: &[WorkloadRun]) -> Result<()> {
-    let mut s = String::from("workload,config,rep,ok,metric,value,ratio_to_eevdf\n");
+    let mut s = String::from("workload,config,rep,ok,metric,value,ratio_to_eevdf,pass\n");
     for r in runs {
+        let pass = if r.counted { "bpf-count" } else { "timed" };
         if r.values.is_empty() {
-            let _ = writeln!(s, "{},{},{},{},,,", r.workload, r.config, r.rep, r.ok);
+            let _ = writeln!(s, "{},{},{},{},,,,{pass}", r.workload, r.config, r.rep, r.ok);
         }
         for (k, v) in &r.values {
-            let base = runs.iter().find(|b| b.ok && b.workload == r.workload && b.config == BASELINE && b.rep == r.rep).and_then(|b| b.values.get(k));
+            let base = runs.iter().find(|b| b.ok && !b.counted && !r.counted && b.workload == r.workload && b.config == BASELINE && b.rep == r.rep).and_then(|b| b.values.get(k));
             let ratio = base.and_then(|b| crate::stats::ratio(*v, *b)).filter(|_| r.ok).map(|x| format!("{x:.6}")).unwrap_or_default();
-            let _ = writeln!(s, "{},{},{},{},{k},{v},{ratio}", r.workload, r.config, r.rep, r.ok);
+            let _ = writeln!(s, "{},{},{},{},{k},{v},{ratio},{pass}", r.workload, r.config, r.rep, r.ok);
         }
     }
     std::fs::write(path, s).with_context(|| format!("write {}", path.display()))
@@ -260,6 +275,15 @@ mod tests {
 
     fn run(w: &str, c: &str, rep: usize, v: f64, ok: bool) -> WorkloadRun {
         WorkloadRun { workload: w.into(), config: c.into(), rep, ok, values: [("time_s".to_string(), v)].into(), ..Default::default() }
+    }
+
+    /// write_csv's output for @runs (through a temporary file named by @tag).
+    fn csv_text(runs: &[WorkloadRun], tag: &str) -> String {
+        let p = std::env::temp_dir().join(format!("schedbe-ovh-csv-{tag}-{}.csv", std::process::id()));
+        write_csv(&p, runs).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        text
     }
 
     #[test]
@@ -288,12 +312,9 @@ mod tests {
     #[test]
     fn csv_and_markdown() {
         let runs = vec![run("messaging", "eevdf", 1, 2.0, true), run("messaging", "schedbe", 1, 3.0, true), WorkloadRun { error: Some("boom".into()), ..run("messaging", "scx_lavd", 1, 0.0, false) }];
-        let p = std::env::temp_dir().join(format!("schedbe-ovh-csv-{}.csv", std::process::id()));
-        write_csv(&p, &runs).unwrap();
-        let text = std::fs::read_to_string(&p).unwrap();
-        std::fs::remove_file(&p).unwrap();
-        assert!(text.contains("messaging,schedbe,1,true,time_s,3,1.500000\n"), "{text}");
-        assert!(text.contains("messaging,scx_lavd,1,false,time_s,0,\n"), "{text}");
+        let text = csv_text(&runs, "md");
+        assert!(text.contains("messaging,schedbe,1,true,time_s,3,1.500000,timed\n"), "{text}");
+        assert!(text.contains("messaging,scx_lavd,1,false,time_s,0,,timed\n"), "{text}");
         let cfgs: Vec<(String, String)> = ["eevdf", "schedbe", "scx_lavd"].iter().map(|c| (c.to_string(), "d".to_string())).collect();
         let ws = vec![("messaging".to_string(), Workload::Messaging.metrics())];
         let names: Vec<String> = cfgs.iter().map(|c| c.0.clone()).collect();
@@ -302,6 +323,21 @@ mod tests {
         assert!(md.contains("| messaging | time_s (s) | lower | 1 | 1.500 | - |"), "{md}");
         assert!(md.contains("FAILED messaging / scx_lavd / rep 1: boom"), "{md}");
         assert!(!md.contains("Busy share"), "no cyclictest, no load line: {md}");
+    }
+
+    #[test]
+    fn count_pass_is_in_no_ratio() {
+        let counted = |c: &str, rep, v| WorkloadRun { counted: true, ..run("messaging", c, rep, v, true) };
+        // the count pass's own repetition number, and one that collides with a timed one
+        let runs = vec![run("messaging", "eevdf", 1, 2.0, true), run("messaging", "schedbe", 1, 3.0, true), counted("schedbe", 2, 100.0), counted("schedbe", 1, 100.0), counted("eevdf", 2, 1.0)];
+        assert_eq!(ratios(&runs, "messaging", "time_s", "schedbe", "eevdf"), vec![1.5]);
+        let ws = vec![("messaging".to_string(), Workload::Messaging.metrics())];
+        let rs = rows(&runs, &ws, &["eevdf".into(), "schedbe".into()]);
+        assert_eq!((rs[1].runs, rs[1].value.as_ref().unwrap().median), (1, 3.0));
+        let text = csv_text(&runs, "count");
+        assert!(text.contains("messaging,schedbe,2,true,time_s,100,,bpf-count\n"), "{text}");
+        assert!(text.contains("messaging,schedbe,1,true,time_s,100,,bpf-count\n"), "{text}");
+        assert_eq!(counted("schedbe", 2, 1.0).rep_label(), "BPF count pass");
     }
 
     #[test]

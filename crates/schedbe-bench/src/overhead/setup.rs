@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::bpf_stats::{self as bpf, StatsEnabled};
+use crate::bpf_stats as bpf;
 use super::report::{self, Row, WorkloadRun};
 use super::workloads::{self, Workload};
 use crate::cgroup::Cgroups;
@@ -44,7 +44,8 @@ pub struct OverheadArgs {
     /// Do not draw the figure (scripts/plot_overhead.py); `schedbe bench plot DIR` draws it later
     #[arg(long)]
     pub no_plot: bool,
-    /// Do not turn on kernel.bpf_stats_enabled (no BPF cost per callback; no counting overhead)
+    /// No BPF count pass (the pass after the timed repetitions that turns on
+    /// kernel.bpf_stats_enabled for each scheduler's BPF cost per callback)
     #[arg(long)]
     pub no_bpf_stats: bool,
     /// perf bench sched messaging: groups (-g) [default 2, --quick 1]
@@ -133,11 +134,12 @@ pub struct Setup {
     pub lc: RunParams,
     pub cgroups: Option<Cgroups>,
     pub calibration: Option<Calibration>,
-    pub bpf_stats: Option<StatsEnabled>,
+    /// Run the BPF count pass after the timed repetitions.
+    pub bpf_count: bool,
     pub peer_versions: BTreeMap<String, String>,
-    /// What an --lc-utils load is a fraction of, in CPUs' worth of service
-    /// per CPU: 1 (the CPUs), or the capacity --lc-capacity measured.
-    pub lc_scale: f64,
+    /// What --lc-capacity's probe measured (None without it: an --lc-utils
+    /// load is then a fraction of the CPUs).
+    pub lc_capacity: Option<LcCapacity>,
     pub(super) params_md: Vec<String>,
 }
 
@@ -274,20 +276,24 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         None
     };
     let any_sched = configs.iter().any(|c| c.plan(10).scheduler.is_some());
-    let bpf_stats = if a.no_bpf_stats || !any_sched {
-        None
+    let bpf_count = if a.no_bpf_stats || !any_sched {
+        false
     } else if !bpf::available() {
         meta.notes.push("no kernel.bpf_stats_enabled here: BPF cost not measured".into());
-        None
+        false
     } else {
+        // may we turn it on? (the guard puts the old value back at once)
         match bpf::enable_stats() {
             Ok(g) => {
-                meta.notes.push("kernel.bpf_stats_enabled=1 for the whole benchmark (all configurations); restored afterwards".into());
-                Some(g)
+                meta.notes.push("BPF cost from a count pass after the timed repetitions (kernel.bpf_stats_enabled=1 only then, restored afterwards); the timed runs go without the counting".into());
+                if g.was_on() {
+                    meta.notes.push("kernel.bpf_stats_enabled was already 1 (set by someone else): the timed runs of the sched_ext configurations include the counting".into());
+                }
+                true
             }
             Err(e) => {
                 meta.notes.push(format!("BPF cost not measured: {e:#}"));
-                None
+                false
             }
         }
     };
@@ -332,7 +338,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         tracer_cmd: vec![],
         peers_dir: a.sched.peers_dir.clone(),
         pods: None,
-        bpf_stats: bpf_stats.is_some(),
+        bpf_stats: false,
     };
     let params_md = vec![
         format!("repetitions: {reps}; workloads: {}", workloads.iter().map(|w| w.name()).collect::<Vec<_>>().join(", ")),
@@ -352,7 +358,29 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         format!("orchestrator: {}; calibration: {}", meta.orchestrator_policy, if meta.calibration.is_empty() { "none (no LC workload)" } else { &meta.calibration }),
     ];
     eprintln!("bench: overhead — {} configuration(s) x {} workload(s) x {reps} repetition(s); output in {}", configs.len(), workloads.len(), out.display());
-    Ok(Setup { configs, workloads, reps, out, meta, wl, lc, cgroups, calibration, bpf_stats, peer_versions, lc_scale: 1.0, params_md })
+    Ok(Setup { configs, workloads, reps, out, meta, wl, lc, cgroups, calibration, bpf_count, peer_versions, lc_capacity: None, params_md })
+}
+
+/// `--lc-capacity`'s probe: the LC server offered `offered_util` of the CPUs
+/// under EEVDF finished `served_util` of them; lc-NN offers NN% of
+/// `capacity` (served, at most 1). `lower_bound`: it kept up with the probe,
+/// so its capacity may be higher.
+#[derive(Clone, Debug, Serialize)]
+pub struct LcCapacity {
+    pub offered_util: f64,
+    pub served_util: f64,
+    pub capacity: f64,
+    pub lower_bound: bool,
+    /// The probe's raw files, relative to the output directory.
+    pub raw_dir: String,
+}
+
+impl Setup {
+    /// What an --lc-utils load is a fraction of, in CPUs' worth of service
+    /// per CPU: 1 (the CPUs), or the capacity --lc-capacity measured.
+    pub fn lc_scale(&self) -> f64 {
+        self.lc_capacity.as_ref().map_or(1.0, |c| c.capacity)
+    }
 }
 
 #[derive(Serialize)]
@@ -365,6 +393,7 @@ struct Json<'a> {
     configs: Vec<(String, String)>,
     workloads: Vec<String>,
     peer_versions: &'a BTreeMap<String, String>,
+    lc_capacity: &'a Option<LcCapacity>,
     rows: &'a [Row],
     runs: &'a [WorkloadRun],
     figures: &'a [String],
@@ -403,6 +432,7 @@ impl Setup {
             configs: configs.clone(),
             workloads: wm.iter().map(|w| w.0.clone()).collect(),
             peer_versions: &self.peer_versions,
+            lc_capacity: &self.lc_capacity,
             rows: &rows,
             runs,
             figures,
