@@ -6,6 +6,11 @@ use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
 
+/// Seconds (negative as 0) in nanoseconds.
+pub fn secs_ns(s: f64) -> u64 {
+    (s.max(0.0) * 1e9) as u64
+}
+
 /// CLOCK_MONOTONIC in nanoseconds. Every process of a run (client, server, BE
 /// workers, tracer) stamps with this clock, so their times line up.
 pub fn monotonic_ns() -> u64 {

@@ -1,41 +1,11 @@
-//! A run's records turned into figures: latency before and after BE, where
-//! the latency goes (LatencyParts), the served load, BE throughput, and the
-//! per-window series.
+//! A run's records turned into figures (the types are params.rs's): latency
+//! before and after BE, where the latency goes (LatencyParts::of), the
+//! served load, BE throughput, and the per-window series.
 
-use serde::{Deserialize, Serialize};
-
-use super::params::{RunOutcome, RunParams};
-use super::secs_ns;
+use super::params::{LatencyParts, RunOutcome, RunParams, Window};
 use crate::client::Record;
-use crate::stats::{ratio, window_index, LatencyHist, LatencySummary};
-
-/// One time window of a run (by intended send time for LC, completion
-/// time for BE).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct Window {
-    /// Window start, seconds since t0.
-    pub t_s: f64,
-    pub phase: String,
-    pub lc: LatencySummary,
-    pub be_iters: u64,
-    pub lag_max_us: f64,
-}
-
-/// Where the mean latency of a window goes, from each request's timestamps
-/// (ms, means over the window's answered requests). The parts add up to the
-/// mean latency: client send lag + wait for the worker to start it (earlier
-/// requests of its connection, the worker's wakeup, waiting for a CPU) +
-/// CPU time of the burn + time the worker was preempted while serving +
-/// reply delivery (the client's wakeup and read).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct LatencyParts {
-    pub n: u64,
-    pub send_lag_ms: f64,
-    pub to_start_ms: f64,
-    pub cpu_ms: f64,
-    pub preempted_ms: f64,
-    pub reply_ms: f64,
-}
+use crate::stats::{ratio, window_index, LatencyHist};
+use crate::sys::secs_ns;
 
 impl LatencyParts {
     /// Means over @records (answered ones only; server clocks are the

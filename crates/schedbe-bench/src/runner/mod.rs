@@ -17,10 +17,10 @@
 mod figures;
 mod params;
 
-pub use figures::{compute_figures, LatencyParts, Window};
+pub use figures::compute_figures;
 #[cfg(test)]
 pub use params::tests_params;
-pub use params::{RunOutcome, RunParams, TraceMode};
+pub use params::{LatencyParts, RunOutcome, RunParams, TraceMode, Window};
 
 use std::path::Path;
 use std::process::Stdio;
@@ -35,12 +35,8 @@ use crate::client::read_records;
 use crate::configs::{Config, Plan};
 use crate::proc::{child_setup, log_file, log_pair, Proc};
 use crate::scx::{self, sched_ext_state, SchedCmd};
-use crate::sys::{self, monotonic_ns, sleep_until_ns};
+use crate::sys::{self, monotonic_ns, secs_ns, sleep_until_ns};
 use crate::tracer::{finish_tracer, start_tracer, TRACER_STARTUP_NS, TRACE_MARGIN_NS};
-
-pub(crate) fn secs_ns(s: f64) -> u64 {
-    (s.max(0.0) * 1e9) as u64
-}
 
 fn start_be(p: &RunParams, plan: &Plan, be_cg: Option<&Path>, dir: &Path) -> Result<Proc> {
     let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "be-worker");

@@ -1,12 +1,11 @@
 //! What a run is given (RunParams, the same for every run of an experiment)
-//! and what it gives back (RunOutcome).
+//! and what it gives back (RunOutcome, with its Window and LatencyParts).
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::figures::{LatencyParts, Window};
 use crate::be::BeSummary;
 use crate::client::{ClientSummary, Record};
 use crate::load::ServiceDist;
@@ -100,6 +99,34 @@ impl RunParams {
 
 fn default_burn() -> String {
     "iterations".into()
+}
+
+/// One time window of a run (by intended send time for LC, completion
+/// time for BE).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Window {
+    /// Window start, seconds since t0.
+    pub t_s: f64,
+    pub phase: String,
+    pub lc: LatencySummary,
+    pub be_iters: u64,
+    pub lag_max_us: f64,
+}
+
+/// Where the mean latency of a window goes, from each request's timestamps
+/// (ms, means over the window's answered requests). The parts add up to the
+/// mean latency: client send lag + wait for the worker to start it (earlier
+/// requests of its connection, the worker's wakeup, waiting for a CPU) +
+/// CPU time of the burn + time the worker was preempted while serving +
+/// reply delivery (the client's wakeup and read).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct LatencyParts {
+    pub n: u64,
+    pub send_lag_ms: f64,
+    pub to_start_ms: f64,
+    pub cpu_ms: f64,
+    pub preempted_ms: f64,
+    pub reply_ms: f64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
