@@ -80,6 +80,12 @@ pub struct Plan {
 }
 
 impl Config {
+    /// Does the configuration load a sched_ext scheduler (else: EEVDF)?
+    pub fn loads_scheduler(&self) -> bool {
+        // the scheduler does not depend on LC's SCHED_FIFO priority
+        self.plan(1).scheduler.is_some()
+    }
+
     pub fn plan(&self, lc_fifo_prio: u8) -> Plan {
         let base = Plan {
             lc_cgroup: LC_CG,
@@ -234,6 +240,8 @@ mod tests {
         let b = p("scx_bpfland");
         assert_eq!(b.scheduler, Some(Scheduler::Peer("scx_bpfland")));
         assert_eq!(p("eevdf").scheduler, None);
+        let loads = |n: &str| n.parse::<Config>().unwrap().loads_scheduler();
+        assert!(loads("schedbe") && loads("scx_bpfland") && !loads("eevdf") && !loads("fifo"));
         assert!(parse_list("scx_rusty").unwrap_err().to_string().contains("scx_lavd"));
     }
 }

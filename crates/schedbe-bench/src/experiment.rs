@@ -192,7 +192,7 @@ pub struct SchedArgs {
 /// Returns the schedbe binary ([`resolve_schedbe_bin`]).
 pub(crate) fn preflight_schedulers(configs: &[Config], lc_fifo_prio: u8, s: &SchedArgs) -> Result<Option<PathBuf>> {
     let schedbe_bin = resolve_schedbe_bin(s.schedbe_bin.as_deref());
-    let with: Vec<&Config> = configs.iter().filter(|c| c.plan(lc_fifo_prio).scheduler.is_some()).collect();
+    let with: Vec<&Config> = configs.iter().filter(|c| c.loads_scheduler()).collect();
     let scheds: Vec<crate::scx::Scheduler> = with.iter().filter_map(|c| c.plan(lc_fifo_prio).scheduler).collect();
     let peers: Vec<&str> = scheds.iter().filter_map(|s| if let crate::scx::Scheduler::Peer(n) = s { Some(*n) } else { None }).collect();
     crate::peers::resolve(&peers, s.peers_dir.as_deref(), s.build_peers)?;

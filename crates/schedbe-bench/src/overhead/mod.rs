@@ -128,7 +128,7 @@ fn count_pass(s: &Setup, nonlc: &[Workload], lc_utils: &[f64], idx: &mut usize) 
     };
     let rep = s.reps + 1;
     let mut out = Vec::new();
-    for cfg in s.configs.iter().filter(|c| c.plan(10).scheduler.is_some()) {
+    for cfg in s.configs.iter().filter(|c| c.loads_scheduler()) {
         eprintln!("bench: BPF count pass (kernel.bpf_stats_enabled=1): {}", cfg.name);
         if !nonlc.is_empty() {
             out.extend(run_group(s, cfg, rep, nonlc, true));

@@ -260,7 +260,8 @@ pub fn write_csv(path: &Path, runs: &[WorkloadRun]) -> Result<()> {
             let _ = writeln!(s, "{},{},{},{},,,,{pass}", r.workload, r.config, r.rep, r.ok);
         }
         for (k, v) in &r.values {
-            let base = runs.iter().find(|b| b.ok && !b.counted && !r.counted && b.workload == r.workload && b.config == BASELINE && b.rep == r.rep).and_then(|b| b.values.get(k));
+            // the count pass has no baseline
+            let base = runs.iter().filter(|_| !r.counted).find(|b| b.ok && !b.counted && b.workload == r.workload && b.config == BASELINE && b.rep == r.rep).and_then(|b| b.values.get(k));
             let ratio = base.and_then(|b| crate::stats::ratio(*v, *b)).filter(|_| r.ok).map(|x| format!("{x:.6}")).unwrap_or_default();
             let _ = writeln!(s, "{},{},{},{},{k},{v},{ratio},{pass}", r.workload, r.config, r.rep, r.ok);
         }

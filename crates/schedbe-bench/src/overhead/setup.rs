@@ -275,7 +275,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
     } else {
         None
     };
-    let any_sched = configs.iter().any(|c| c.plan(10).scheduler.is_some());
+    let any_sched = configs.iter().any(Config::loads_scheduler);
     let bpf_count = if a.no_bpf_stats || !any_sched {
         false
     } else if !bpf::available() {
