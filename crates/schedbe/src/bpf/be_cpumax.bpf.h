@@ -31,6 +31,8 @@ static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fif
 		floor = be_vtime_now - be_slice_ns;
 	} else {
 		*dsq = lc_dsq(llc);
+		/* counted from here: should the move fail, it only counts over (lc_clock.bpf.h) */
+		lc_q_join(tctx ? &tctx->lc_q : NULL, llc);
 		floor = lc_vtime_now - lc_wake_credit_ns;
 	}
 	if (time_before(*vtime, floor))

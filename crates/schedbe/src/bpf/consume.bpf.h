@@ -5,7 +5,8 @@
  * (cpu.max), queued tasks of throttled cgroups go to their holding queues on
  * the way; in concurrency mode a task whose cgroup is on its cap is passed
  * over, or gets the tokens of the task leaving this CPU (cpumax_conc.bpf.h).
- * With no limit anywhere this is one kfunc call per queue.
+ * With no limit anywhere this is one kfunc call per queue, none for an LC
+ * queue known to be empty (lc_clock.bpf.h).
  *
  * Invariant: a task is moved to this CPU only with its cgroups' tokens, or
  * with the leaving task's, handed over right after the move.
@@ -121,14 +122,16 @@ static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
 static bool consume_tier(u32 base, s32 cpu, struct task_ctx *pctx)
 {
 	u32 mine = llc_of(cpu), i;
+	/* an LC queue known to be empty is not looked up (lc_q_may_hold()) */
+	bool lc = base == SCHEDBE_LC_DSQ_BASE;
 
-	if (consume_dsq(base + mine, cpu, pctx))
+	if ((!lc || lc_q_may_hold(mine)) && consume_dsq(base + mine, cpu, pctx))
 		return true;
 	/* one LLC (most machines): no loop, whose iterator is three kfunc calls (rodata: pruned at load) */
 	if (nr_llcs < 2)
 		return false;
 	bpf_for(i, 0, nr_llcs) {
-		if (i != mine && consume_dsq(base + i, cpu, pctx))
+		if (i != mine && (!lc || lc_q_may_hold(i)) && consume_dsq(base + i, cpu, pctx))
 			return true;
 	}
 	return false;

@@ -9,7 +9,8 @@
  *
  * The includer defines be_cpus, lc_vtime_now, lc_slice_ns, lc_dsq(),
  * task_ctx(), TIER_LC/TIER_BE, STAT_ADD and nr_llcs, and includes
- * rt_takeover.bpf.h (rescue_available()), cpu_cur.bpf.h and resv.bpf.h.
+ * rt_takeover.bpf.h (rescue_available()), cpu_cur.bpf.h, resv.bpf.h and
+ * lc_clock.bpf.h.
  */
 #ifndef __SCHEDBE_LC_PLACE_BPF_H
 #define __SCHEDBE_LC_PLACE_BPF_H
@@ -59,14 +60,20 @@ static __always_inline void full_barrier(void)
 	__sync_fetch_and_add(&barrier_word, 0);
 }
 
+/*
+ * Is an LC task queued in any LLC? The queue itself answers, as the count
+ * (lc_clock.bpf.h) would also answer yes for a task held by cpu.max, which
+ * must not keep BE off a CPU; the count only spares the kfunc for a queue
+ * known to be empty.
+ */
 static bool lc_queued(void)
 {
 	u32 i;
 
 	if (nr_llcs < 2)
-		return scx_bpf_dsq_nr_queued(lc_dsq(0));
+		return lc_q_may_hold(0) && scx_bpf_dsq_nr_queued(lc_dsq(0));
 	bpf_for(i, 0, nr_llcs) {
-		if (scx_bpf_dsq_nr_queued(lc_dsq(i)))
+		if (lc_q_may_hold(i) && scx_bpf_dsq_nr_queued(lc_dsq(i)))
 			return true;
 	}
 	return false;
@@ -310,7 +317,14 @@ static __always_inline u32 lc_wakeup_slot(struct task_struct *p, u64 enq_flags)
 	return resv_task_slot(p, &tctx->resv);
 }
 
-static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags, u64 burst_ns)
+/* Into LLC @llc's LC queue, counted there through @lc_q, the task's (lc_clock.bpf.h). */
+static __always_inline void lc_queue_insert(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags, u8 *lc_q)
+{
+	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+	lc_q_join(lc_q, llc);
+}
+
+static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags, u64 burst_ns, u8 *lc_q)
 {
 	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0), resv_kick = -1, victim = -1, here;
 	struct lc_later later = { .cpu = -1 };
@@ -331,7 +345,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
 			STAT_ADD(lc_direct, 1);
 			return;
 		}
-		scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+		lc_queue_insert(p, llc, vtime, enq_flags, lc_q);
 		wake_idle_cpu(p, cpu, enq_flags);
 		return;
 	}
@@ -378,7 +392,7 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
 		}
 		lc_direct_undo(p);
 	}
-	scx_bpf_dsq_insert_vtime(p, lc_dsq(llc), lc_slice_ns, vtime, enq_flags);
+	lc_queue_insert(p, llc, vtime, enq_flags, lc_q);
 	/*
 	 * A CPU may have started BE after claim_be_cpu() looked; it checks the
 	 * LC queues after setting its be_cpus bit (ops.running), we look again

@@ -159,6 +159,7 @@ struct task_ctx {
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
 	struct resv_memo resv;	/* its reservation slot, and the one it counts in (resv.bpf.h) */
 	struct lc_burst burst;	/* how long it runs per wakeup, in either tier; LC preemption reads it (lc_burst.bpf.h) */
+	u8 lc_q;		/* 1 + the LLC whose LC queue it was put in, until it runs; 0: none (lc_clock.bpf.h) */
 };
 
 struct {
@@ -183,6 +184,7 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline u64 lc_dsq(u32 llc) { return SCHEDBE_LC_DSQ_BASE + llc; }
 static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
 
+#include "lc_clock.bpf.h"
 #include "lc_place.bpf.h"
 
 
@@ -258,6 +260,9 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 	u8 tier = tctx ? classify(p, tctx) : TIER_LC;
 
 	vtime = p->scx.dsq_vtime;
+	/* queued again (wherever it goes now): it no longer counts in the LC queue it was put in */
+	if (tctx)
+		lc_q_leave(&tctx->lc_q);
 	/* LC runnable load counts from here, time held by cpu.max included */
 	if (tctx && tier == TIER_LC)
 		lcw_queued(p, &tctx->lcw);
@@ -300,7 +305,7 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 			vtime = floor;
 			STAT_ADD(rcu_boosts, 1);
 		}
-		lc_enqueue(p, llc, vtime, enq_flags, tctx ? tctx->burst.avg_ns : 0);
+		lc_enqueue(p, llc, vtime, enq_flags, tctx ? tctx->burst.avg_ns : 0, tctx ? &tctx->lc_q : NULL);
 		return;
 	}
 
@@ -393,6 +398,7 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 		return;
 	tctx->started_at = bpf_ktime_get_ns();
 	tctx->run_start = tctx->started_at;
+	lc_q_leave(&tctx->lc_q);
 	/*
 	 * Concurrency mode, a backstop: every path that gives @p a CPU took its
 	 * tokens; should one not have, @p takes them now or gives the CPU back.
@@ -458,28 +464,6 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 			tctx->rcu_debt = 0;
 		}
 	}
-}
-
-/*
- * The LC clock also advances as the LC queue is served, at EEVDF's rate for
- * its average vruntime V: @dv, the vtime just charged on @cpu, over the tasks
- * sharing the CPUs (those queued in the LLC, and one running on each of its
- * CPUs). Otherwise the clock moves only when a task ahead of it starts; while
- * every waking task starts at the sleeper floor it stands still, and the
- * queue orders request handlers by how much they ran, not by when they woke
- * (docs/overhead.md, 2026-11-28 third). Counting every CPU as running LC
- * overestimates the sharers, so the clock never runs ahead of V and the floor
- * does not erase the weights of tasks that are always runnable (the LLC's
- * CPUs are counted at load: one that goes offline only slows it). Nothing is
- * written while the queue is empty; a racing update lost only slows it.
- */
-static __always_inline void lc_clock_served(s32 cpu, u64 dv)
-{
-	u32 llc = llc_of(cpu);
-	u64 q = scx_bpf_dsq_nr_queued(lc_dsq(llc));
-
-	if (q)
-		lc_vtime_now += dv / (q + (llc_nr_cpus[llc & (SCHEDBE_MAX_LLCS - 1)] ?: 1));
 }
 
 /*
@@ -639,7 +623,8 @@ void BPF_STRUCT_OPS(schedbe_enable, struct task_struct *p)
 
 /*
  * @p leaves sched_ext (exit, RT/DL): cpu.max concurrency tokens and a
- * reservation count it holds go back; its LC load stops counting.
+ * reservation count it holds go back; its LC load stops counting, and it
+ * no longer counts in an LC queue.
  */
 void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
 {
@@ -648,6 +633,7 @@ void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
 	if (!tctx)
 		return;
 	bw_conc_drop(p, &tctx->bw);
+	lc_q_leave(&tctx->lc_q);
 	lcw_stopped(p, &tctx->lcw, bpf_ktime_get_ns());
 	if (tctx->resv.held)
 		resv_stop(&tctx->resv.held, NULL);
