@@ -20,8 +20,10 @@
  * task moved to a CPU's local queue (or a cpu.max holding queue) that has
  * not run yet. Counting over only slows the clock, which must never run
  * ahead of V. A task's lc_q is written under its run queue's lock, or by
- * cpu.max's timer while it sits in a holding queue where nothing else
- * reaches it.
+ * cpu.max's timer while it sits in a holding queue; should a property change
+ * (affinity, cgroup) dequeue it at that instant, the two writers can count
+ * it twice, and the extra count stays: it too only slows the clock, and
+ * makes the kfunc be asked again for that LLC.
  *
  * The count also spares ops.dispatch the kfunc on an empty queue
  * (lc_q_may_hold()).
