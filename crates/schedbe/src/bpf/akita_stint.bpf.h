@@ -95,6 +95,7 @@ static void start_stint(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u
 	struct akita_server_run *r;
 	u64 slice, base, left;
 	u32 rank = AKITA_RANK_HOST;
+	bool timed = false;
 
 	if (!cr)
 		return;
@@ -109,7 +110,13 @@ static void start_stint(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u
 		if (r->used_ns < c->budget_ns) {
 			rank = active_rank(c, cr->mode);
 			cr->cur_deadline = r->deadline;
-			slice = base = c->budget_ns - r->used_ns;
+			/*
+			 * The budget's end is the policy's, not the tick's: timed.
+			 * Untimed, a vCPU ran up to a tick (4 ms) past its budget
+			 * while other VMs under theirs waited.
+			 */
+			slice = c->budget_ns - r->used_ns;
+			timed = true;
 			if (c->hi && cr->mode == AKITA_MODE_LO && r->used_ns < c->c_opt_ns)
 				slice = c->c_opt_ns - r->used_ns;
 		} else {
@@ -128,8 +135,11 @@ static void start_stint(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u
 	if (rank == AKITA_RANK_HOST)
 		cr->host_last = now;
 	scx_bpf_task_set_slice(p, slice);
-	/* A slice cut short must end on time: sched_ext looks at slices only at ticks. */
-	if (slice < base)
+	/*
+	 * A slice cut short, or ending at the budget, must end on time:
+	 * sched_ext looks at slices only at ticks.
+	 */
+	if (timed || slice < base)
 		slice_expiry_arm(p, cpu, slice);
 }
 
