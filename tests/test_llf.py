@@ -6,7 +6,9 @@ come from the kernel's cgroup cpu.stat, wakeup latencies from the tracer,
 not from the scheduler's counters.
 """
 
+import contextlib
 import sys
+import threading
 import time
 
 import pytest
@@ -108,6 +110,57 @@ def test_overload_no_stall_and_be_below(procs):
             tl.kill_proc(p)
         procs.clear()
         tl.cg_remove_tree(f"{BASE}-be")
+
+
+def test_daemon_not_queued_behind_the_sandboxes(procs):
+    """The order is only as fresh as the loads the daemon publishes, so the
+    daemon goes first. An overload that starts at once while every sandbox
+    still has its start key 0 (three sandboxes' CPU-bound threads, two per
+    CPU each, frozen before schedbe starts and thawed together inside the
+    trace's window) must not queue it behind all of them: ordered by its
+    own small load, it would wait for the floor (over 200 ms) while the
+    keys it should publish stayed 0. Its wakeups, from the tracer (the
+    daemon moved to a cgroup of its own), wait less than half the floor's
+    200 ms."""
+    names = ["a", "b", "c"]
+    make(names)
+    daemon_cg = f"{BASE}-daemon"
+    tl.cg_create(daemon_cg)
+    try:
+        for n in names:
+            procs.extend(tl.spawn(tl.BUSY_LOOP, cgroup=f"{BASE}/{n}") for _ in range(2 * tl.NR_CPUS))
+            tl.cg_write(f"{BASE}/{n}", "cgroup.freeze", "1")
+        for n in names:
+            tl.wait_frozen(f"{BASE}/{n}", True, 30)
+        with llf("llf-daemon") as sched:
+            tl.cg_write(daemon_cg, "cgroup.procs", str(sched.proc.pid))
+            time.sleep(1)
+
+            def thaw():
+                time.sleep(3)  # the trace's window is open by then
+                for n in names:
+                    tl.cg_write(f"{BASE}/{n}", "cgroup.freeze", "0")
+
+            t = threading.Thread(target=thaw)
+            t.start()
+            try:
+                rep = tl.run_trace(10, "llf-daemon-trace", cgroups=[daemon_cg], cpu=0)
+            finally:
+                t.join()
+            sched.check_running()
+    finally:
+        for n in names:
+            with contextlib.suppress(OSError):
+                tl.cg_write(f"{BASE}/{n}", "cgroup.freeze", "0")
+        for p in procs:
+            tl.kill_proc(p)
+        procs.clear()
+        tl.cg_remove_tree(daemon_cg)
+    cg = rep["cgroups"]
+    lat = (cg.get(daemon_cg) or cg[f"/{daemon_cg}"])["wakeup_latency"]
+    tl.log(f"llf daemon wakeup latency under an overload from key 0: {lat}")
+    assert lat["n"] >= 20, f"the daemon (waking every 200 ms) woke too rarely to judge: {lat}"
+    assert lat["max_us"] < 100_000, f"the daemon waited behind the sandboxes it orders: {lat}"
 
 
 def test_be_parked_under_sandbox_overload_then_resumed(procs):

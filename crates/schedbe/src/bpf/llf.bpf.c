@@ -18,27 +18,36 @@
  * Order: one LC queue ordered by (sandbox key, time queued): the least
  * loaded sandbox's work first, and within a sandbox (or among equal loads)
  * first come first served, a slice each. BE tasks (the shared tier rules)
- * have a FIFO queue below it.
+ * have a FIFO queue below it. This scheduler's own daemon is keyed 0
+ * (daemon_tgid): the order is only as fresh as the loads it publishes.
  *
  * Invariants:
  *  order:    a CPU takes the LC task of the least loaded sandbox queued
  *            (loads as of its enqueue), except for the floor below.
+ *  daemon:   the daemon's tasks (daemon_tgid) go first, as the lightest
+ *            sandbox's do. Were it ordered by its own load, an overload
+ *            that started while every sandbox was still at its start key 0
+ *            would queue the daemon behind all of them, and the keys it
+ *            should publish would stay at 0 while it waited for the floor
+ *            (seen: 8.7 s at load 1.3 on 4 CPUs). It takes about 3% of a
+ *            CPU.
  *  preempt:  an LC wakeup that finds no idle CPU preempts the CPU whose
  *            task belongs to the most loaded sandbox, if that sandbox is
  *            more loaded than the waking one by preempt_margin and its task
  *            has run min_run_ns: light functions do not wait a slice for
  *            a heavy one.
  *  floor:    every floor_interval_ns each CPU looks at the tail of the LC
- *            queue (the most loaded sandboxes) and runs the task nearest
- *            the tail that has waited more than floor_wait_ns, for
+ *            queue (the most loaded sandboxes, LLF_FLOOR_SCAN tasks) and
+ *            runs the one that has waited longest past floor_wait_ns, for
  *            floor_slice_ns (short, so light work waits little for it): a
- *            heavy sandbox's task waits at most about floor_wait_ns plus
- *            its turn among such tasks (one per CPU per interval), never
- *            long enough for the sched_ext watchdog. The documented floor:
+ *            task among them waits at most about floor_wait_ns plus its
+ *            turn, longest waiter first, one per CPU per interval (with 32
+ *            and 4 CPUs, about a second), never long enough for the
+ *            sched_ext watchdog. The documented floor:
  *            a sandbox whose tasks waited through a second ran at least
  *            floor_slice_ns (1 ms) in it. The floor alone guarantees that
- *            while few tasks starve at once (each CPU serves one per
- *            floor_interval_ns, the one nearest the tail first); the
+ *            while few tasks starve at once (those deeper in the queue
+ *            than LLF_FLOOR_SCAN wait their turn there); the
  *            loads' decay gives far more in practice, since a sandbox that
  *            gets nothing soon becomes the least loaded of the heavy ones.
  *            `schedbe bench serverless` checks the floor from the tracer,
@@ -85,6 +94,8 @@ const volatile u64 min_run_ns = 100ULL * 1000;
 const volatile u64 preempt_margin = LLF_LOAD_ONE / 16;
 /* Parking: a BE task's starvation window (park_report.bpf.h); 0: parking off. */
 const volatile u64 park_after_ns = 0;
+/* The scheduler's own process (userspace sets it): keyed 0, see "daemon" above. */
+const volatile s32 daemon_tgid = -1;
 /* Set by userspace where RT/DL takeovers are seen at sched_switch (v6.19+, rt_takeover.bpf.h). */
 const volatile bool evacuate_from_tp = false;
 /* How often a CPU walks the BE queue for parking. */
@@ -248,12 +259,15 @@ static u64 host_key(struct task_ctx *tctx, u64 now, u64 ran)
 	return (tctx->host_load * d + rate * (LLF_LOAD_ONE - d)) / LLF_LOAD_ONE;
 }
 
-/* The order key of @p: its sandbox's load, or its own outside every sandbox. */
-static __always_inline u64 key_of(struct task_ctx *tctx, u64 now)
+/*
+ * The order key of @p: its sandbox's load, or its own outside every sandbox;
+ * 0 for the daemon.
+ */
+static __always_inline u64 key_of(struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
 	u64 *k;
 
-	if (!tctx)
+	if (!tctx || p->tgid == daemon_tgid)
 		return 0;
 	if (!tctx->sb)
 		return host_key(tctx, now, 0);
@@ -336,7 +350,7 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
-	key = key_of(tctx, now);
+	key = key_of(p, tctx, now);
 	if (tctx)
 		tctx->enq_at = now;
 	/* (load, time queued in 64 us units): FIFO among equal loads */
@@ -348,31 +362,56 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 		preempt_heaviest(p, key, now);
 }
 
+/* May the floor run @p on @cpu now: waited past floor_wait_ns, runnable here? */
+static __always_inline bool floor_due(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u64 now)
+{
+	if (!tctx || now - tctx->enq_at < floor_wait_ns)
+		return false;
+	/* throttled (cpu.max): consume() moves it to its holding queue */
+	if (bw_throttled_slot(p, &tctx->bw, now) >= 0)
+		return false;
+	/* moving a task to a CPU it may not run on is a scheduler error */
+	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
 /*
- * The floor: the task nearest the tail (the most loaded sandboxes) that has
- * waited past floor_wait_ns, run here now. Once per floor_interval_ns per CPU.
+ * The floor: of the LLF_FLOOR_SCAN tasks at the tail (the most loaded
+ * sandboxes), the one that has waited longest past floor_wait_ns, run here
+ * now. Once per floor_interval_ns per CPU. Longest first, not nearest the
+ * tail: the tasks the floor serves are queued again at the tail, so taking
+ * the nearest would serve the same few while one just ahead of them (a
+ * host kthread with a small load of its own, while every sandbox still had
+ * key 0) waited 21 s, past the RCU stall detector.
  */
 static bool floor_slice(s32 cpu, u64 now)
 {
 	struct cpu_state *cs = cpu_state(cpu);
 	struct task_struct *p;
-	struct task_ctx *tctx;
+	u64 oldest = 0;
+	s32 pid = -1;
 	u32 seen = 0;
 
 	if (!cs || now - cs->floor_last < floor_interval_ns)
 		return false;
 	cs->floor_last = now;
 	bpf_for_each(scx_dsq, p, LLF_LC_DSQ, SCX_DSQ_ITER_REV) {
+		struct task_ctx *tctx = task_ctx(p);
+
 		if (++seen > LLF_FLOOR_SCAN)
 			break;
-		tctx = task_ctx(p);
-		if (!tctx || now - tctx->enq_at < floor_wait_ns)
-			continue;
-		/* throttled (cpu.max): consume() moves it to its holding queue */
-		if (bw_throttled_slot(p, &tctx->bw, now) >= 0)
-			continue;
-		/* moving a task to a CPU it may not run on is a scheduler error */
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		if (tctx && floor_due(p, tctx, cpu, now) && (pid < 0 || tctx->enq_at < oldest)) {
+			oldest = tctx->enq_at;
+			pid = p->pid;
+		}
+	}
+	if (pid < 0)
+		return false;
+	/* the same walk again to move it (another CPU may have taken it meanwhile) */
+	seen = 0;
+	bpf_for_each(scx_dsq, p, LLF_LC_DSQ, SCX_DSQ_ITER_REV) {
+		if (++seen > LLF_FLOOR_SCAN)
+			break;
+		if (p->pid != pid)
 			continue;
 		/* a short slice: the floor must not make light work wait long */
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, floor_slice_ns);
@@ -380,6 +419,7 @@ static bool floor_slice(s32 cpu, u64 now)
 			STAT_ADD(floor_slices, 1);
 			return true;
 		}
+		break;
 	}
 	return false;
 }
@@ -473,7 +513,7 @@ static void stint_start(struct task_struct *p, struct task_ctx *tctx, struct cpu
 {
 	cs->started = now;
 	cs->lc = tctx && !tctx->be;
-	cs->key = key_of(tctx, now);
+	cs->key = key_of(p, tctx, now);
 	if (tctx && bw_on)
 		fit_slice(p, tctx, now);
 }
@@ -613,7 +653,7 @@ static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fif
 	if (tctx)
 		tctx->enq_at = now;
 	*dsq = LLF_LC_DSQ;
-	*vtime = (key_of(tctx, now) << 32) | ((now >> 16) & 0xffffffff);
+	*vtime = (key_of(p, tctx, now) << 32) | ((now >> 16) & 0xffffffff);
 	return true;
 }
 

@@ -102,6 +102,8 @@ impl<'a> Runtime<'a> {
         // host tasks' own loads decay as the sandboxes' do
         rodata.half_life_ns = opts.half_life.as_nanos().min(u128::from(u64::MAX)) as u64;
         rodata.park_after_ns = opts.park.window_ns;
+        // the daemon goes first: the order is only as fresh as the loads it publishes
+        rodata.daemon_tgid = i32::try_from(std::process::id()).context("pid out of range")?;
         // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
         let rt_from_tp = crate::rt_takeover::from_tracepoint();
         rodata.evacuate_from_tp = rt_from_tp;
