@@ -41,6 +41,12 @@ struct lc_qlen {
 
 struct lc_qlen lc_qlens[SCHEDBE_MAX_LLCS];
 
+/* LLC @llc's count (the mask keeps the verifier's bounds check cheap). */
+static __always_inline u64 *lc_qlen(u32 llc)
+{
+	return &lc_qlens[llc & (SCHEDBE_MAX_LLCS - 1)].n;
+}
+
 /* The task whose @lc_q this is no longer counts in a queue. */
 static __always_inline void lc_q_leave(u8 *lc_q)
 {
@@ -49,7 +55,7 @@ static __always_inline void lc_q_leave(u8 *lc_q)
 	if (!l)
 		return;
 	*lc_q = 0;
-	__sync_fetch_and_sub(&lc_qlens[(l - 1) & (SCHEDBE_MAX_LLCS - 1)].n, 1);
+	__sync_fetch_and_sub(lc_qlen(l - 1), 1);
 }
 
 /*
@@ -61,14 +67,14 @@ static __always_inline void lc_q_join(u8 *lc_q, u32 llc)
 {
 	llc &= SCHEDBE_MAX_LLCS - 1;
 	if (!lc_q) {
-		__sync_fetch_and_add(&lc_qlens[llc].n, 1);
+		__sync_fetch_and_add(lc_qlen(llc), 1);
 		return;
 	}
 	if (*lc_q == llc + 1)
 		return;
 	lc_q_leave(lc_q);
 	*lc_q = llc + 1;
-	__sync_fetch_and_add(&lc_qlens[llc].n, 1);
+	__sync_fetch_and_add(lc_qlen(llc), 1);
 }
 
 /*
@@ -83,7 +89,7 @@ static __always_inline void lc_q_join(u8 *lc_q, u32 llc)
  */
 static __always_inline bool lc_q_may_hold(u32 llc)
 {
-	return *(volatile s64 *)&lc_qlens[llc & (SCHEDBE_MAX_LLCS - 1)].n > 0;
+	return *(volatile s64 *)lc_qlen(llc) > 0;
 }
 
 /*
@@ -102,7 +108,7 @@ static __always_inline bool lc_q_may_hold(u32 llc)
 static __always_inline void lc_clock_served(s32 cpu, u64 dv)
 {
 	u32 llc = llc_of(cpu) & (SCHEDBE_MAX_LLCS - 1);
-	s64 q = *(volatile s64 *)&lc_qlens[llc].n;
+	s64 q = *(volatile s64 *)lc_qlen(llc);
 
 	if (q > 0)
 		lc_vtime_now += dv / (q + (llc_nr_cpus[llc] ?: 1));
