@@ -653,6 +653,12 @@ def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, 
     return rep
 
 
+def cg_report(rep, rel):
+    """A tracer report's figures for cgroup `rel` (keyed with or without the leading /)."""
+    c = rep["cgroups"]
+    return c[rel] if rel in c else c["/" + rel]
+
+
 def trace_summary(rep):
     t = rep["totals"]
     cpu = t["cpu_ns"] or 1

@@ -107,11 +107,6 @@ def test_hi_share_intact_and_lo_equal(procs):
         assert sum(s.values()) >= 0.93, f"CPU {CPU} not kept busy (work conserving): {s}"
 
 
-def cg_report(rep, rel):
-    c = rep["cgroups"]
-    return c[rel] if rel in c else c["/" + rel]
-
-
 def test_hi_cal_within_period_and_budgets_hold(procs):
     """Fig. 5's setup: a HI VM of type 1 (5/25/100) that wakes every 10 ms
     for 0.5 ms, next to three CPU-bound LO VMs of type 2 (25/100). The
@@ -133,7 +128,7 @@ def test_hi_cal_within_period_and_budgets_hold(procs):
             extra += ["--budget", f"{BASE}/{n}=25/100"]  # C_pes of type 1, C_opt of type 2
         rep = tl.run_trace(window, "akita-cal-trace", cgroups=[f"{BASE}/{n}" for n in names], extra=extra, cpu=0)
         sched.check_running()
-    cg = {n: cg_report(rep, f"{BASE}/{n}") for n in names}
+    cg = {n: tl.cg_report(rep, f"{BASE}/{n}") for n in names}
     lat = cg["mc"]["wakeup_latency"]
     tl.log(f"HI CAL: {lat}")
     assert lat["n"] >= 200, f"the HI VM woke too rarely to judge: {lat}"

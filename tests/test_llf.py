@@ -64,8 +64,7 @@ def test_light_sandbox_first_heavy_ones_share(procs):
         u1 = usage(names)
         sched.check_running()
     share = {n: (u1[n] - u0[n]) / 1e6 / dt for n in names}
-    cg = rep["cgroups"]
-    lat = (cg.get(f"{BASE}/light") or cg[f"/{BASE}/light"])["wakeup_latency"]
+    lat = tl.cg_report(rep, f"{BASE}/light")["wakeup_latency"]
     tl.log(f"shares {share}; light wakeup latency {lat}")
     assert lat["n"] >= 300, lat
     assert lat["p99_us"] < 5000, f"the light sandbox waited for heavy slices: {lat}"
@@ -156,8 +155,7 @@ def test_daemon_not_queued_behind_the_sandboxes(procs):
             tl.kill_proc(p)
         procs.clear()
         tl.cg_remove_tree(daemon_cg)
-    cg = rep["cgroups"]
-    lat = (cg.get(daemon_cg) or cg[f"/{daemon_cg}"])["wakeup_latency"]
+    lat = tl.cg_report(rep, daemon_cg)["wakeup_latency"]
     tl.log(f"llf daemon wakeup latency under an overload from key 0: {lat}")
     assert lat["n"] >= 20, f"the daemon (waking every 200 ms) woke too rarely to judge: {lat}"
     assert lat["max_us"] < 100_000, f"the daemon waited behind the sandboxes it orders: {lat}"

@@ -41,9 +41,7 @@ def one_config(name, *extra):
     finally:
         for p in procs:
             tl.kill_proc(p)
-    cg = rep["cgroups"]
-    lat = cg.get(f"{BASE}/lat") or cg[f"/{BASE}/lat"]
-    return lat, stats
+    return tl.cg_report(rep, f"{BASE}/lat"), stats
 
 
 @pytest.fixture
