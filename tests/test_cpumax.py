@@ -9,6 +9,7 @@ write; schedbe's own counters (its stats JSON) are only checked to be
 consistent with it.
 """
 
+import csv
 import json
 import time
 
@@ -203,23 +204,62 @@ def test_cgroup_removed_while_throttled(policy):
         assert s >= 0.5, f"a task from the removed cgroup got {s:.3f} of a CPU"
 
 
-def cpus_at_once(mode, name):
+def over_cap(timeline, cap, most=5):
+    """From a tracer timeline (CSV) whose only --cgroup is the limited one: the
+    first `most` intervals in which its tasks ran on more than `cap` CPUs at
+    once, each with the run segments that made it up (cpu, pid, comm, start and
+    end in ms from the window's start), for a failure to show what ran where."""
+    with open(timeline, newline="") as f:
+        segs = [(int(r["start_ns"]), int(r["end_ns"]), int(r["cpu"]), r["pid"], r["comm"])
+                for r in csv.DictReader(f) if r["cgroup"]]
+    edges = sorted([(s, 1, i) for i, (s, _, _, _, _) in enumerate(segs)] +
+                   [(e, -1, i) for i, (_, e, _, _, _) in enumerate(segs)])
+    def ms(ns):
+        return round(ns / 1e6, 3)
+
+    on, found, start = set(), [], None
+    for t, d, i in edges:
+        if d > 0:
+            on.add(i)
+        else:
+            on.discard(i)
+        if len(on) > cap and start is None:
+            start, members = t, set(on)
+        elif len(on) > cap:
+            members |= on
+        elif start is not None:
+            found.append({"from_ms": ms(start), "to_ms": ms(t),
+                          "segments": [(segs[j][2], segs[j][3], segs[j][4], ms(segs[j][0]), ms(segs[j][1]))
+                                       for j in sorted(members)]})
+            start = None
+            if len(found) >= most:
+                break
+    return found
+
+
+def cpus_at_once(mode, name, diag=None):
     """Under `schedbe run --limit-mode MODE`, a cgroup limited to 1.5 CPUs with 4
     hogs (a child of it holding them, so the limit applies to a parent, as a pod's
     does): its CPU use (kernel cpu.stat) and, from the tracer, the time it ran on
-    each number of CPUs at once."""
+    each number of CPUs at once. With `diag` (a dict), also the intervals on
+    more than 2 CPUs (over_cap) and the scheduler's bw_conc_yields."""
     pod = tl.cg_create(f"{tl.TEST_CG}/pod-{mode}", cpu_max="150000 100000")
     ctr = tl.cg_create(f"{pod}/ctr")
     procs = []
-    with tl.Schedbe("--limit-mode", mode, name=name) as sched:
+    with tl.Schedbe("--limit-mode", mode, "--stats", 1, "--json", name=name) as sched:
         try:
             procs += hogs(ctr, 4)
             time.sleep(WARM)
             u0 = tl.cg_usage_usec(pod)
             t0 = time.monotonic()
-            rep = tl.run_trace(WINDOW, name, cgroups=[pod])
+            timeline = tl.results_dir() / f"{name}.timeline.csv"
+            rep = tl.run_trace(WINDOW, name, cgroups=[pod], extra=["--timeline", str(timeline)])
             used = (tl.cg_usage_usec(pod) - u0) / 1e6 / (time.monotonic() - t0)
             sched.check_running()
+            if diag is not None:
+                diag["over_cap"] = over_cap(timeline, 2)
+                # per stats line (1 s); the key is checked, so a renamed stat fails loudly
+                diag["bw_conc_yields"] = [s["bw_conc_yields"] for s in tl.all_stats(sched)]
         finally:
             stop_all(procs)
     at = rep["cgroups"][pod]["time_at_cpus_ms"]
@@ -241,16 +281,28 @@ def test_concurrency_mode_caps_cpus_at_once():
     bb55168 (2026-11-28) saw 12.5 ms with no event dropped or inconsistent,
     and nine runs of this test alone the same day, of three builds
     (scripts/ab/conc-cap-ab.sh), 0-0.4 ms: a rare path that runs a third task
-    of the pod is not ruled out."""
+    of the pod is not ruled out. The whole of this file run four times in one
+    boot (2026-11-29) gave 0, 2.2, 0, 0.2 ms; in the 2.2 ms a task moved to a
+    CPU ran 3 ms there while an idle CPU started the one it had replaced. One
+    race that fits, closed since (consume.bpf.h, conc_hand_over_retry()): the
+    hand-over failing because another CPU was trying the same queued task.
+    After it, two runs: 0 and 0 ms, but ops.running's backstop still fired
+    (bw_conc_yields 6 and 5 over each ~14 s run), so some path still gives a CPU
+    without tokens. A failure here prints the intervals over the cap, their
+    run segments and the backstop's count per second (the timeline is kept
+    in results/tmp/tests/cpumax-conc-cap.timeline.csv)."""
     if tl.NR_CPUS < 4:
         pytest.skip(f"needs 4 CPUs to tell 2 CPUs at once from more ({tl.NR_CPUS} here)")
     used_q, at_q = cpus_at_once("quota", "cpumax-quota-spread")
-    used_c, at_c = cpus_at_once("concurrency", "cpumax-conc-cap")
+    diag = {}
+    used_c, at_c = cpus_at_once("concurrency", "cpumax-conc-cap", diag)
     window_ms = sum(at_c)
     over = sum(at_c[3:])
     assert abs(used_c - 1.5) <= 1.5 * TOL, f"concurrency mode: {used_c:.3f} CPUs for a 1.5-CPU limit"
     assert abs(used_q - 1.5) <= 1.5 * TOL, f"quota mode: {used_q:.3f} CPUs for a 1.5-CPU limit"
-    assert over <= 0.002 * window_ms, f"concurrency mode: {over:.1f} ms of {window_ms:.0f} on more than 2 CPUs"
+    if over:
+        tl.log(f"cpumax: concurrency: on 3+ CPUs: {diag}")
+    assert over <= 0.002 * window_ms, f"concurrency mode: {over:.1f} ms of {window_ms:.0f} on more than 2 CPUs: {diag}"
     assert sum(at_q[3:]) > 10 * max(over, 1.0), f"quota mode did not spread: {at_q} (concurrency: {at_c})"
 
 

@@ -68,6 +68,29 @@ static int conc_admit(struct task_struct *p, struct task_ctx *tctx, struct task_
 }
 
 /*
+ * Hand @pbt's tokens to @bt's task, just moved here, retrying while another
+ * CPU holds either record (BW_TOK_BUSY): one walking its queue still tries
+ * to take tokens for @bt's task, which fails at the cap and lets go at once.
+ * Without the retry that moment failed the hand-over: the moved task runs
+ * without tokens until ops.running's backstop preempts it, while the
+ * leaving task's go back at the switch and an idle CPU may take them, one
+ * CPU over the cap until the backstop's kick lands (a vCPU preempted by its
+ * host stretches the moment). Stops once @bt's task holds tokens of its own
+ * (that take succeeded: the leaving task's go back at the switch).
+ */
+static __always_inline void conc_hand_over_retry(struct bw_task *bt, struct bw_task *pbt)
+{
+	u32 i;
+
+	bpf_for(i, 0, 64) {
+		if (bw_conc_hand_over(bt, pbt) || bt->tok_state == BW_TOK_HELD)
+			return;
+		if (bt->tok_state != BW_TOK_BUSY && pbt->tok_state != BW_TOK_BUSY)
+			return;
+	}
+}
+
+/*
  * Move the first task of @dsq that may run here to this CPU. While some
  * cgroup is throttled (cpu.max), queued tasks of throttled cgroups are moved
  * to their holding queues on the way, and in concurrency mode tasks whose
@@ -107,11 +130,11 @@ static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
 	}
 	/*
 	 * Out of the queue walk, where it would multiply the verifier's states.
-	 * Should the hand-over fail (a race changed either record), @p gets or
-	 * gives back its CPU in ops.running's backstop.
+	 * Should the hand-over fail, @p gets or gives back its CPU in
+	 * ops.running's backstop (conc_hand_over_retry()).
 	 */
 	if (handed && pctx)
-		bw_conc_hand_over(&handed->bw, &pctx->bw);
+		conc_hand_over_retry(&handed->bw, &pctx->bw);
 	return moved;
 }
 
