@@ -282,13 +282,13 @@ def test_concurrency_mode_caps_cpus_at_once():
     and nine runs of this test alone the same day, of three builds
     (scripts/ab/conc-cap-ab.sh), 0-0.4 ms: a rare path that runs a third task
     of the pod is not ruled out. The whole of this file run four times in one
-    boot (2026-11-29) gave 0, 2.2, 0, 0.2 ms; in the 2.2 ms a task moved to a
-    CPU ran 3 ms there while an idle CPU started the one it had replaced. One
-    race that fits, closed since (consume.bpf.h, conc_hand_over_retry()): the
-    hand-over failing because another CPU was trying the same queued task.
-    After it, two runs: 0 and 0 ms, but ops.running's backstop still fired
-    (bw_conc_yields 6 and 5 over each ~14 s run), so some path still gives a CPU
-    without tokens. A failure here prints the intervals over the cap, their
+    boot (2026-11-29, scripts/ab/cpumax-repeat.sh) gave 0, 2.2, 0, 0.2 ms; in
+    the 2.2 ms a task moved to a CPU ran 3 ms there while an idle CPU started
+    the one it had replaced. One race that fits, closed since (consume.bpf.h,
+    conc_hand_over_retry()): the hand-over failing because another CPU was
+    trying the same queued task. After it, two runs: 0 and 0 ms, but
+    ops.running's backstop still fired (bw_conc_yields 6 and 5 over each
+    ~14 s run), so some path still gives a CPU without tokens. A failure here prints the intervals over the cap, their
     run segments and the backstop's count per second (the timeline is kept
     in results/tmp/tests/cpumax-conc-cap.timeline.csv)."""
     if tl.NR_CPUS < 4:
