@@ -214,6 +214,7 @@ def over_cap(timeline, cap, most=5):
                 for r in csv.DictReader(f) if r["cgroup"]]
     edges = sorted([(s, 1, i) for i, (s, _, _, _, _) in enumerate(segs)] +
                    [(e, -1, i) for i, (_, e, _, _, _) in enumerate(segs)])
+
     def ms(ns):
         return round(ns / 1e6, 3)
 
@@ -288,9 +289,10 @@ def test_concurrency_mode_caps_cpus_at_once():
     conc_hand_over_retry()): the hand-over failing because another CPU was
     trying the same queued task. After it, two runs: 0 and 0 ms, but
     ops.running's backstop still fired (bw_conc_yields 6 and 5 over each
-    ~14 s run), so some path still gives a CPU without tokens. A failure here prints the intervals over the cap, their
-    run segments and the backstop's count per second (the timeline is kept
-    in results/tmp/tests/cpumax-conc-cap.timeline.csv)."""
+    ~14 s run), so some path still gives a CPU without tokens. A failure here
+    prints the intervals over the cap, their run segments and the backstop's
+    count per second (the timeline is kept in
+    results/tmp/tests/cpumax-conc-cap.timeline.csv)."""
     if tl.NR_CPUS < 4:
         pytest.skip(f"needs 4 CPUs to tell 2 CPUs at once from more ({tl.NR_CPUS} here)")
     used_q, at_q = cpus_at_once("quota", "cpumax-quota-spread")

@@ -11,7 +11,7 @@ out=results/tmp/cpumax-repeat
 mkdir -p "$out"
 for r in $(seq 1 "${ROUNDS:-4}"); do
   t0=$(date +%s)
-  n0=$(cat results/tmp/tests/log.txt 2>/dev/null | wc -l)   # log.txt is appended to: this round's lines only
+  n0=$(wc -l 2>/dev/null < results/tmp/tests/log.txt || echo 0)   # log.txt is appended to: this round's lines only
   tests/run-vm-suite.sh -q tests/test_cpumax.py > "$out/round-$r.out" 2>&1
   rc=$?
   new=$(tail -n +$((n0 + 1)) results/tmp/tests/log.txt)

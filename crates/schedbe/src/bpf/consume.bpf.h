@@ -130,8 +130,8 @@ static bool consume_dsq(u64 dsq, s32 cpu, struct task_ctx *pctx)
 	}
 	/*
 	 * Out of the queue walk, where it would multiply the verifier's states.
-	 * Should the hand-over fail, @p gets or gives back its CPU in
-	 * ops.running's backstop (conc_hand_over_retry()).
+	 * Should the hand-over fail even when retried, @p gets or gives back
+	 * its CPU in ops.running's backstop.
 	 */
 	if (handed && pctx)
 		conc_hand_over_retry(&handed->bw, &pctx->bw);
