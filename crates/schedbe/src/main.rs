@@ -42,6 +42,7 @@ mod resv;
 mod rt_takeover;
 mod sched;
 mod stats;
+mod verifier_stats;
 mod vm;
 
 use std::mem::MaybeUninit;

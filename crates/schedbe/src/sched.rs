@@ -146,6 +146,7 @@ impl<'a> Scheduler<'a> {
         // Thaw what a previous run left parked before anything else changes.
         let parker = park::start(&cfg.park_options())?;
 
+        crate::verifier_stats::request(libbpf_rs::skel::OpenSkel::open_object_mut(&mut skel));
         let skel = scx_ops_load!(skel, schedbe_ops, uei)?;
 
         let mut sched = Self {

@@ -212,6 +212,7 @@ impl<'a> Runtime<'a> {
         crate::rt_takeover::log_path(rt_from_tp);
         // Thaw what a previous run left parked before anything else changes.
         let parker = crate::park::start(park)?;
+        crate::verifier_stats::request(libbpf_rs::skel::OpenSkel::open_object_mut(&mut skel));
         let skel = scx_ops_load!(skel, akita_ops, uei)?;
 
         let mut rt = Self {

@@ -499,7 +499,7 @@ void BPF_STRUCT_OPS(akita_dispatch, s32 cpu, struct task_struct *prev)
 	struct task_ctx *ptctx = prev ? task_ctx(prev) : NULL;
 	struct akita_cpu_run *cr = crun(cpu);
 	u64 now = bpf_ktime_get_ns();
-	s32 prev_sid = -1, drain = -1;
+	s32 prev_sid = -1, drain;
 	struct pick best;
 
 	if (!cr)
@@ -512,7 +512,7 @@ void BPF_STRUCT_OPS(akita_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	if (guard(cpu, now, cr))
 		return;
-	pick_server(cpu, prev_sid, now, cr, &best, &drain);
+	drain = pick_server(cpu, prev_sid, now, cr, &best);
 	if (best.rank <= AKITA_RANK_ACTIVE && run_server(best.sid, cpu, prev, prev_sid, now))
 		return;
 	if (drain >= 0 && scx_bpf_dsq_move_to_local(server_dsq(drain), 0))

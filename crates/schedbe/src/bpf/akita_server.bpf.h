@@ -6,6 +6,11 @@
  *
  * Everything here runs on the server's CPU (ops.dispatch, ops.running,
  * ops.stopping there), so a server's state has one writer and needs no lock.
+ *
+ * sync_server() and pick_server() are global functions (__weak): the
+ * verifier checks each once, on its own. As static functions it walked
+ * them in every state of ops.dispatch's server loop, 50,000 instructions,
+ * 5 s of each load under emulation (scripts/ab/verifier-cost.sh).
  */
 #ifndef __AKITA_SERVER_BPF_H
 #define __AKITA_SERVER_BPF_H
@@ -15,7 +20,8 @@
  * period; at each period boundary the budget refills, the deadline moves,
  * throttled time is closed and a HI server cools (section 3.3).
  */
-static void sync_server(const struct akita_server_conf *c, struct akita_server_run *r, u64 now)
+__weak int sync_server(const struct akita_server_conf *c __arg_nonnull, struct akita_server_run *r __arg_nonnull,
+		       u64 now)
 {
 	u64 k, end, cool;
 
@@ -31,10 +37,10 @@ static void sync_server(const struct akita_server_conf *c, struct akita_server_r
 		 */
 		r->period_start = c->period_ns ? now - now % c->period_ns : now;
 		r->deadline = r->period_start + c->rel_deadline_ns;
-		return;
+		return 0;
 	}
 	if (!c->period_ns || now - r->period_start < c->period_ns)
-		return;
+		return 0;
 	k = (now - r->period_start) / c->period_ns;
 	end = r->period_start + c->period_ns;
 	if (r->exhausted_at && r->exhausted_at < end)
@@ -54,6 +60,7 @@ static void sync_server(const struct akita_server_conf *c, struct akita_server_r
 	r->used_ns = 0;
 	r->exhausted_at = 0;
 	r->overran = 0;
+	return 0;
 }
 
 /* Active: budget left in this period (or a boundary passed, which refills it). */
@@ -78,7 +85,7 @@ static void enter_hi_mode(struct akita_cpu_run *cr, u64 now)
 	cr->mode_switches++;
 }
 
-/* The best server of @cpu to run, after bringing each up to @now; see the header's order. */
+/* What pick_server() found best. */
 struct pick {
 	s32 sid;
 	u32 rank;
@@ -87,8 +94,13 @@ struct pick {
 	u64 last_run;		/* then the least recently run */
 };
 
-static void pick_server(s32 cpu, s32 prev_sid, u64 now, struct akita_cpu_run *cr, struct pick *best,
-			s32 *drain)
+/*
+ * The best server of @cpu to run, in @best, after bringing each up to @now;
+ * see the header's order. Returns a removed VM's server whose queue still
+ * holds tasks (they run as host tasks), or -1.
+ */
+__weak s32 pick_server(s32 cpu, s32 prev_sid, u64 now, struct akita_cpu_run *cr __arg_nonnull,
+		       struct pick *best __arg_nonnull)
 {
 	struct akita_cpu_conf *cc;
 	struct akita_server_conf *c;
@@ -96,7 +108,7 @@ static void pick_server(s32 cpu, s32 prev_sid, u64 now, struct akita_cpu_run *cr
 	u32 i, nr, k = cpu, rank;
 	u64 key, end, lr, tie, next_event = 0;
 	bool warm = false;
-	s32 sid;
+	s32 sid, drain = -1;
 
 	best->sid = -1;
 	best->rank = AKITA_RANK_IDLE;
@@ -104,7 +116,7 @@ static void pick_server(s32 cpu, s32 prev_sid, u64 now, struct akita_cpu_run *cr
 	best->tie = ~0ULL;
 	best->last_run = ~0ULL;
 	if (!(cc = bpf_map_lookup_elem(&akita_cpus, &k)))
-		return;
+		return -1;
 	nr = cc->nr;
 	bpf_for(i, 0, nr) {
 		if (i >= AKITA_MAX_PER_CPU)
@@ -118,7 +130,7 @@ static void pick_server(s32 cpu, s32 prev_sid, u64 now, struct akita_cpu_run *cr
 		if (!c->valid) {
 			/* a removed VM's server: what its queue holds runs as host tasks */
 			if (r->queued)
-				*drain = sid;
+				drain = sid;
 			continue;
 		}
 		sync_server(c, r, now);
@@ -160,6 +172,7 @@ static void pick_server(s32 cpu, s32 prev_sid, u64 now, struct akita_cpu_run *cr
 		cr->hi_ns += now - cr->hi_since;
 	}
 	/* The mode may have changed after ranks were given: HI vs LO ties are re-ranked at the next pick. */
+	return drain;
 }
 
 #endif /* __AKITA_SERVER_BPF_H */

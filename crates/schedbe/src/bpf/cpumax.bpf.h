@@ -166,8 +166,15 @@ static __always_inline u64 bw_dsq(u32 slot) { return SCHEDBE_BW_DSQ_BASE + slot;
 static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo);
 static void bw_released(struct task_struct *p, u64 dsq);
 
-/* Look up @p's limited ancestors-or-self (innermost first) and cache them in @bt. */
-static void bw_resolve(struct task_struct *p, struct bw_task *bt, u64 cgid)
+/*
+ * Look up @p's limited ancestors-or-self (innermost first) and cache them in @bt.
+ *
+ * A global function (__weak): the verifier checks it once, on its own,
+ * where a static one is checked again at every call site in every state
+ * its caller reaches there; with this loop, that was half of what the
+ * verifier did to load ops.dispatch.
+ */
+__weak int bw_resolve(struct task_struct *p __arg_trusted, struct bw_task *bt __arg_nonnull, u64 cgid)
 {
 	struct cgroup *cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp), *anc;
 	struct bw_conf *c;
@@ -181,7 +188,7 @@ static void bw_resolve(struct task_struct *p, struct bw_task *bt, u64 cgid)
 	/* charging starts now: what ran in another cgroup is not this one's */
 	bt->exec_seen = p->se.sum_exec_runtime;
 	if (!cgrp)
-		return;
+		return 0;
 	level = BPF_CORE_READ(cgrp, level);
 	bpf_for(i, 0, SCHEDBE_MAX_CGRP_DEPTH) {
 		if (i >= level || nr >= SCHEDBE_BW_MAX_DEPTH)
@@ -200,6 +207,7 @@ static void bw_resolve(struct task_struct *p, struct bw_task *bt, u64 cgid)
 		nr++;
 	}
 	bt->nr = nr;
+	return 0;
 }
 
 /* @p's chain of limited cgroups, or NULL when none limits it. */
@@ -335,8 +343,12 @@ static void bw_unthrottle(u32 slot, struct bw_state *s, u64 now)
 	}
 }
 
-/* The first throttled slot of chain @ch, or -1. */
-static s32 bw_first_throttled(struct bw_task *ch, u64 now)
+/*
+ * The first throttled slot of chain @ch, or -1. Global (__weak), checked
+ * once by the verifier: inlined, its loop over bw_slot() was checked again
+ * at each of ops.dispatch's queue looks.
+ */
+__weak s32 bw_first_throttled(struct bw_task *ch __arg_nonnull, u64 now)
 {
 	struct bw_state *s;
 	u32 i, slot;
