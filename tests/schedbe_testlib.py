@@ -272,6 +272,13 @@ def idle_seconds(cpu=None):
     return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 
+def irq_seconds():
+    """Interrupt time so far (irq + softirq of /proc/stat's cpu line), in s."""
+    with open("/proc/stat") as f:
+        fields = next(l.split() for l in f if l.split()[0] == "cpu")
+    return (int(fields[6]) + int(fields[7])) / os.sysconf("SC_CLK_TCK")
+
+
 def cg_frozen(rel):
     """Is the cgroup frozen (cgroup.events "frozen 1")?"""
     return "frozen 1" in cg_read(rel, "cgroup.events").splitlines()
@@ -382,6 +389,33 @@ def cpu_ns(pid):
         except (FileNotFoundError, ProcessLookupError, IndexError):
             pass
     return total
+
+
+def cpu_by_process():
+    """{pid: (comm, CPU time in s)} of every process now (/proc/PID/stat's
+    utime + stime, threads included), for who_ran()."""
+    tck = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            text = (d / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        out[int(d.name)] = (comm, (int(rest[11]) + int(rest[12])) / tck)
+    return out
+
+
+def who_ran(before, window, exclude=(), most=5):
+    """The processes that used the most CPU since cpu_by_process() returned
+    `before`, over `window` s, other than the pids in `exclude`: [(pid, comm,
+    CPUs)], for a test's failure message to show what else ran."""
+    now = cpu_by_process()
+    used = [(pid, comm, round((t - before.get(pid, (comm, 0.0))[1]) / window, 3))
+            for pid, (comm, t) in now.items() if pid not in exclude]
+    return sorted((u for u in used if u[2] > 0), key=lambda u: -u[2])[:most]
 
 
 def proc_state(pid):
@@ -533,6 +567,7 @@ class Schedbe:
                                f"(state {scx_state()}, ops {scx_ops()!r}):\n{self.log_tail()}")
         self.started_at = time.monotonic()
         self.load_s = self.started_at - t0
+        log(f"{self.log_path.stem}: schedbe enabled after {self.load_s:.1f}s")
         return self
 
     def check_running(self):
