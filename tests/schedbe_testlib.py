@@ -263,20 +263,24 @@ def ctxt_switches(proc):
     return got["voluntary_ctxt_switches"], got["nonvoluntary_ctxt_switches"]
 
 
-def idle_seconds(cpu=None):
-    """Idle time so far (idle + iowait of /proc/stat), in s: of all CPUs (its
-    cpu line), or of CPU `cpu` (its cpuN line)."""
+def _stat_seconds(columns, cpu=None):
+    """The sum of /proc/stat `columns` (1: user ... 4: idle, 5: iowait,
+    6: irq, 7: softirq) so far, in s: of all CPUs (its cpu line), or of CPU
+    `cpu` (its cpuN line)."""
     want = "cpu" if cpu is None else f"cpu{cpu}"
     with open("/proc/stat") as f:
         fields = next(l.split() for l in f if l.split()[0] == want)
-    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(fields[c]) for c in columns) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_seconds(cpu=None):
+    """Idle time so far (idle + iowait), in s: of all CPUs or of CPU `cpu`."""
+    return _stat_seconds((4, 5), cpu)
 
 
 def irq_seconds():
-    """Interrupt time so far (irq + softirq of /proc/stat's cpu line), in s."""
-    with open("/proc/stat") as f:
-        fields = next(l.split() for l in f if l.split()[0] == "cpu")
-    return (int(fields[6]) + int(fields[7])) / os.sysconf("SC_CLK_TCK")
+    """Interrupt time so far (irq + softirq) of all CPUs, in s."""
+    return _stat_seconds((6, 7))
 
 
 def cg_frozen(rel):

@@ -42,15 +42,14 @@ def worker(cpu, burst_s, sleep_lo_s, sleep_hi_s):
                     cgroup=f"{tl.TEST_CG}/lcp", cpus=[cpu])
 
 
-def over_window(procs, others):
-    """Per process: (voluntary, nonvoluntary) switches over WINDOW s; appends
-    to `others` the other processes that used the most CPU meanwhile."""
+def over_window(procs):
+    """Per process: (voluntary, nonvoluntary) switches over WINDOW s; and the
+    other processes that used the most CPU meanwhile (tl.who_ran)."""
     a = [tl.ctxt_switches(p) for p in procs]
     cpu0 = tl.cpu_by_process()
     time.sleep(WINDOW)
     got = [(v - v0, n - n0) for (v, n), (v0, n0) in zip((tl.ctxt_switches(p) for p in procs), a)]
-    others += tl.who_ran(cpu0, WINDOW, exclude={p.pid for p in procs})
-    return got
+    return got, tl.who_ran(cpu0, WINDOW, exclude={p.pid for p in procs})
 
 
 @pytest.mark.skipif(tl.NR_CPUS < 3, reason="needs 3 CPUs: two pinned groups and the harness's")
@@ -73,8 +72,7 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
             ticker = worker(2, 0.00002, 0.001, 0.001)
             procs = handlers + [hog, ticker]
             time.sleep(WARM)
-            others = []
-            got = over_window(procs, others)
+            got, others = over_window(procs)
             sched.check_running()
         finally:
             for p in procs:
