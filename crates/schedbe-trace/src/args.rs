@@ -58,8 +58,9 @@ pub struct TraceArgs {
     /// Write every run segment in the window to this CSV file: cpu,
     /// start_ns, end_ns (from the window's start), pid, comm, tier (lc, be,
     /// other), cgroup_index and cgroup (the innermost --cgroup the task was
-    /// in when switched in; empty if none). Draw it with
-    /// scripts/plot-timeline.py
+    /// in when switched in; empty if none), ended (preempted: left the CPU
+    /// still runnable; blocked; exited; cut at the window's end). Draw it
+    /// with scripts/plot-timeline.py
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
     /// With --timeline: only the segments in this part of the window, in

@@ -7,7 +7,10 @@
 //! name), `tier` (`lc`, `be`, `other`: as the tracer classified the task
 //! when switched in), `cgroup_index` and `cgroup` (the innermost `--cgroup`
 //! the task was in when switched in: its index in the order given, from 0,
-//! and its key as given; both empty when in none). Rows are sorted by CPU,
+//! and its key as given; both empty when in none), `ended` (how the
+//! interval ended: `preempted` when the task left the CPU still runnable,
+//! preempted or yielding; `blocked`; `exited`; `cut` at the end of the
+//! range or window; empty when not known). Rows are sorted by CPU,
 //! then start. Fields are quoted as RFC 4180 says when they hold a comma, a
 //! quote or a line break (a comm may).
 
@@ -20,7 +23,7 @@ use anyhow::{Context, Result};
 
 use crate::replay::{bits, CgroupSet, Pid, Segment};
 
-pub(crate) const HEADER: &str = "cpu,start_ns,end_ns,pid,comm,tier,cgroup_index,cgroup";
+pub(crate) const HEADER: &str = "cpu,start_ns,end_ns,pid,comm,tier,cgroup_index,cgroup,ended";
 
 /// A `--cgroup` as the timeline names it.
 #[derive(Clone, Debug)]
@@ -69,7 +72,7 @@ pub(crate) fn write_csv(
         };
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{}",
             s.cpu,
             s.start.saturating_sub(origin),
             s.end.saturating_sub(origin),
@@ -77,7 +80,8 @@ pub(crate) fn write_csv(
             field(name),
             s.tier.as_str(),
             index,
-            key
+            key,
+            s.ended.as_str()
         )?;
     }
     out.flush()?;
@@ -101,7 +105,7 @@ pub(crate) fn write_file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::Tier;
+    use crate::replay::{SegmentEnd, Tier};
 
     use Segment as S;
 
@@ -131,19 +135,19 @@ mod tests {
     #[test]
     fn rows_sorted_relative_and_quoted() {
         let segs = vec![
-            S::at(1, 1_500, 2_000, 5, Tier::Lc, 0b011),
-            S::at(0, 1_200, 1_300, 7, Tier::Be, 0),
-            S::at(0, 1_000, 1_200, 5, Tier::Other, 0b001),
-            S::at(1, 1_000, 1_500, 9, Tier::Lc, 0b100),
+            S::at(1, 1_500, 2_000, 5, Tier::Lc, 0b011).ended(SegmentEnd::Cut),
+            S::at(0, 1_200, 1_300, 7, Tier::Be, 0).ended(SegmentEnd::Exited),
+            S::at(0, 1_000, 1_200, 5, Tier::Other, 0b001).ended(SegmentEnd::Unknown),
+            S::at(1, 1_000, 1_500, 9, Tier::Lc, 0b100).ended(SegmentEnd::Preempted),
         ];
         let (text, asked) = csv(&segs, 1_000);
         assert_eq!(
             text,
-            "cpu,start_ns,end_ns,pid,comm,tier,cgroup_index,cgroup\n\
-             0,0,200,5,task5,other,0,kubepods.slice\n\
-             0,200,300,7,\"say \"\"hi\"\", x\",be,,\n\
-             1,0,500,9,task9,lc,2,other.slice\n\
-             1,500,1000,5,task5,lc,1,\"kubepods.slice/pod,1\"\n"
+            "cpu,start_ns,end_ns,pid,comm,tier,cgroup_index,cgroup,ended\n\
+             0,0,200,5,task5,other,0,kubepods.slice,\n\
+             0,200,300,7,\"say \"\"hi\"\", x\",be,,,exited\n\
+             1,0,500,9,task9,lc,2,other.slice,preempted\n\
+             1,500,1000,5,task5,lc,1,\"kubepods.slice/pod,1\",cut\n"
         );
         assert_eq!(asked, vec![5, 7, 9], "one look-up per pid");
     }
@@ -172,7 +176,7 @@ mod tests {
         let p = std::env::temp_dir().join(format!("schedbe-timeline-{}.csv", std::process::id()));
         let n = write_file(&p, &[S::at(0, 5, 9, 3, Tier::Lc, 0)], 5, &[], &mut |_| "c".into()).unwrap();
         assert_eq!(n, 1);
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{HEADER}\n0,0,4,3,c,lc,,\n"));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{HEADER}\n0,0,4,3,c,lc,,,blocked\n"));
         std::fs::remove_file(&p).unwrap();
     }
 }

@@ -32,7 +32,7 @@ use super::latency::Latency;
 use super::period::Grid;
 use super::reservation::Reservation;
 use super::state::Occ;
-use super::{CgroupStats, PeriodStats, Pid, Replay, ReplayConfig, Tier};
+use super::{CgroupStats, PeriodStats, Pid, Replay, ReplayConfig, SegmentEnd, Tier};
 
 #[derive(Clone, Debug, Default)]
 struct Group {
@@ -264,10 +264,10 @@ impl Replay {
     }
 
     /// Replace CPU `c`'s occupant at `now`, keeping the per-cgroup counts
-    /// and the timeline.
-    pub(super) fn set_occupant(&mut self, c: usize, occ: Option<Occ>, now: u64) {
+    /// and the timeline (the old occupant's segment ended `how`).
+    pub(super) fn set_occupant(&mut self, c: usize, occ: Option<Occ>, now: u64, how: SegmentEnd) {
         if let Some(o) = self.cpus[c].occ {
-            self.record_segment(c, &o, now);
+            self.record_segment(c, &o, now, how);
         }
         let old = self.cpus[c].occ.map_or(0, |o| o.cgroups);
         let new = occ.map_or(0, |o| o.cgroups);

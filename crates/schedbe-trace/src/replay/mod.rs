@@ -113,7 +113,7 @@ pub use stats::{
     BudgetStats, CgroupStats, CpuStats, Diagnostics, LatencyStats, PeriodStats, ReplayResult, ReservationStats,
     TaskStats, WaitSummary,
 };
-pub use timeline::Segment;
+pub use timeline::{Segment, SegmentEnd};
 use cgroup::Cgroups;
 use state::{CpuState, Queued, TState, Task};
 
@@ -239,7 +239,7 @@ impl Replay {
         // Close what is still open at the end of the window.
         for c in 0..self.cpus.len() {
             if let Some(o) = self.cpus[c].occ {
-                self.record_segment(c, &o, end);
+                self.record_segment(c, &o, end, SegmentEnd::Cut);
                 if o.pid != 0 {
                     let d = self.clip(o.since, end);
                     self.task(o.pid).run_ns += d;

@@ -2,7 +2,7 @@
 
 use super::state::{Occ, TState};
 use super::wait::WaitCause;
-use super::{CpuMask, Event, EventKind, Replay, Switch, Tier};
+use super::{CpuMask, Event, EventKind, Replay, SegmentEnd, Switch, Tier};
 
 impl Replay {
     pub(super) fn process(&mut self, ev: Event) {
@@ -89,7 +89,7 @@ impl Replay {
                     since: now,
                     cgroups: if pid == 0 { 0 } else { self.cgroups.set_of(cgroup) },
                 };
-                self.set_occupant(c, Some(occ), now);
+                self.set_occupant(c, Some(occ), now, SegmentEnd::Unknown);
                 if pid != 0 && !self.tasks.contains_key(&pid) {
                     let t = self.task(pid);
                     t.tier = Some(tier);
@@ -202,6 +202,13 @@ impl Replay {
             since: now,
             cgroups,
         };
-        self.set_occupant(c, Some(occ), now);
+        let how = if prev_runnable {
+            SegmentEnd::Preempted
+        } else if prev_dead {
+            SegmentEnd::Exited
+        } else {
+            SegmentEnd::Blocked
+        };
+        self.set_occupant(c, Some(occ), now, how);
     }
 }
