@@ -75,6 +75,8 @@ while (($#)); do
 done
 (($#)) || ((shell)) || usage
 [[ $cpus =~ ^[0-9]+$ && $timeout =~ ^[0-9]+$ ]] || die "--cpus and --timeout take numbers"
+boot_timeout=${SCHEDBE_VM_BOOT_TIMEOUT:-240}
+[[ $boot_timeout =~ ^[0-9]+$ ]] || die "SCHEDBE_VM_BOOT_TIMEOUT takes a number of seconds"
 
 if [[ -n ${SCHEDBE_VM_LOCK:-} ]]; then
     exec 9>>"$SCHEDBE_VM_LOCK" || die "cannot open lock file $SCHEDBE_VM_LOCK"
@@ -221,8 +223,6 @@ t1=$!
 tail --pid=$vpid -s 0.2 -n +1 -f "$run/stderr" >&2 &
 t2=$!
 # Boot watchdog: the guest writes its marker to the console as it starts CMD.
-boot_timeout=${SCHEDBE_VM_BOOT_TIMEOUT:-240}
-[[ $boot_timeout =~ ^[0-9]+$ ]] || die "SCHEDBE_VM_BOOT_TIMEOUT takes a number of seconds"
 boot_hung=0
 while kill -0 $vpid 2>/dev/null; do
     grep -aq 'schedbe-vm: starting the command' "$run/console.log" && break

@@ -24,9 +24,9 @@ if [[ -x $bin ]]; then
 fi
 # Transparent huge pages only where asked for (madvise): with Debian's
 # "always", khugepaged's scans and collapses of the harness's and workers'
-# memory took 0.03-0.14 of a CPU in measurement windows under emulation
-# (tl.who_ran, 2026-11-29), time a test then reads as its load's or
-# schedbe's. Inside the guest only.
+# memory took 0.03-0.54 of a CPU in measurement windows under emulation
+# (tl.who_ran, 2026-11-29; 0.54 failed test_quota's work conservation), time
+# a test then reads as its load's or schedbe's. Inside the guest only.
 thp=/sys/kernel/mm/transparent_hugepage/enabled
 if [[ ${SCHEDBE_IN_VM:-0} == 1 && -w $thp ]]; then echo madvise >"$thp"; fi
 # bench_plot tests draw figures on the host afterwards (make test-bench-plot); host
