@@ -138,7 +138,13 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
     # what else ran, for a failure (in CI twice: ~1000 requests, half preempted, the ticker slow)
     ctx = f"; most CPU besides the workers (pid, comm, CPUs): {others}"
     assert requests >= 0.5 * N_HANDLERS * WINDOW / 0.032, f"handlers served only {requests} requests in {WINDOW}s" + ctx
-    assert tick_v >= 0.3 * WINDOW / 0.001, f"ticker woke only {tick_v} times in {WINDOW}s" + ctx
+    # A ticker that never preempted would run once per hog slice at most
+    # (WINDOW / SLICE_MS: 1200). It wakes every 1 ms plus its latency:
+    # 1795-3282 measured, fewer when the host is busy (vCPUs stall,
+    # docs/testing.md). The bound: 25% above that ceiling.
+    no_preempt_most = WINDOW / (SLICE_MS / 1000)
+    assert tick_v >= 1.25 * no_preempt_most, (f"ticker woke only {tick_v} times in {WINDOW}s "
+                                              f"(without preempting the hog: {no_preempt_most:.0f} at most)" + ctx)
     assert hog_n >= 0.5 * tick_v, f"the hog was preempted {hog_n} times at {tick_v} ticker wakeups" + ctx
     if traced is not None:
         assert traced["requests"] >= 0.5 * N_HANDLERS * WINDOW / 0.032, f"traced window: {traced}" + ctx
