@@ -169,6 +169,10 @@ if ((shell)); then
     exec vng "${args[@]}"
 fi
 
+# What the guest writes to its console as it starts CMD: the boot watchdog and
+# the boot-failure check below look for it.
+start_marker='schedbe-vm: starting the command'
+
 # The guest script: runs CMD with output into files of the shared run directory
 # (streamed to the host below) and records CMD's exit status there. This does not
 # depend on virtme's virtio-serial ports, which need udev in the guest.
@@ -181,7 +185,7 @@ fi
     printf 'export SCHEDBE_IN_VM=1 SCHEDBE_VM_RUN=%q PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1\n' "$run"
     printf 'cd %q || exit 1\n' "$PWD"
     printf 'exec </dev/null >>%q 2>>%q\n' "$run/stdout" "$run/stderr"
-    echo 'echo "schedbe-vm: starting the command" >/dev/kmsg 2>/dev/null'
+    printf 'echo %q >/dev/kmsg 2>/dev/null\n' "$start_marker"
     printf '(\n%s\n)\n' "$cmdline"
     echo 'rc=$?'
     echo 'echo "schedbe-vm: the command exited with $rc" >/dev/kmsg 2>/dev/null'
@@ -225,7 +229,7 @@ t2=$!
 # Boot watchdog: the guest writes its marker to the console as it starts CMD.
 boot_hung=0
 while kill -0 $vpid 2>/dev/null; do
-    grep -aq 'schedbe-vm: starting the command' "$run/console.log" && break
+    grep -aqF "$start_marker" "$run/console.log" && break
     if (($(date +%s) - start >= boot_timeout)); then
         boot_hung=1
         printf '%s: FAIL: the guest has not started the command after %ss (boot hang); console tail (%s):\n' \
@@ -261,7 +265,7 @@ else
     rc=1
     # QEMU itself has died during boot without a word (seen once in CI): the guest
     # never got to start CMD, so nothing of ours ran yet.
-    if ! grep -aq 'schedbe-vm: starting the command' "$run/console.log"; then
+    if ! grep -aqF "$start_marker" "$run/console.log"; then
         printf '%s: the guest never started the command (boot failure); exit 75 (temporary)\n' "$PROG" >&2
         rc=75
     fi
