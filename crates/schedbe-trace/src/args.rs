@@ -22,7 +22,8 @@ pub struct TraceArgs {
     /// Write the JSON report here instead of stdout
     #[arg(long)]
     pub output: Option<PathBuf>,
-    /// Include a per-task table (pid, comm, tier, run_ns, wait_ns) in the report
+    /// Include a per-task table in the report: pid, comm, tier, run_ns,
+    /// wait_ns, inversion_ns and wakeup_latency (woken until switched in)
     #[arg(long)]
     pub per_task: bool,
     /// Report, for this cgroup v2 cgroup (path relative to the cgroup v2

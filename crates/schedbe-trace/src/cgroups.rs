@@ -325,7 +325,7 @@ impl CgroupWatch {
 }
 
 /// A replay distribution (ns) as the report gives it (us).
-fn latency_us(l: &LatencyStats) -> LatencyUs {
+pub(crate) fn latency_us(l: &LatencyStats) -> LatencyUs {
     let us = |ns: u64| ns as f64 / 1e3;
     LatencyUs {
         n: l.n,

@@ -51,6 +51,10 @@
 //! counts with the cgroup the task was last seen in, as for the reservation
 //! inversion.
 //!
+//! `--per-task` gives each task the same `wakeup_latency` in the per-task
+//! table (`tasks`), quantiles to 2 significant figures there: which task
+//! waited, where a cgroup would mix a timer thread with its CPU hogs.
+//!
 //! It also reports `timer_latency` per `--cgroup` (same fields): for every
 //! sleep timer of its tasks (hrtimer_wakeup on CLOCK_MONOTONIC: nanosleep,
 //! clock_nanosleep, poll and select timeouts) that fired in the window, how

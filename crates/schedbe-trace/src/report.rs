@@ -36,6 +36,10 @@ pub struct TaskRow {
     /// `CpuStats::inversion_ns`).
     #[serde(default)]
     pub inversion_ns: u64,
+    /// Its wakeup latency: waits that began with a wakeup, woken until
+    /// switched in, ended in the window; quantiles to 2 significant figures.
+    #[serde(default)]
+    pub wakeup_latency: LatencyUs,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]

@@ -14,7 +14,7 @@ use libbpf_rs::RingBufferBuilder;
 use schedbe_cgroup::{IdSet, CGROUP_ROOT};
 
 use crate::args::{be_rules, validate, TraceArgs};
-use crate::cgroups::CgroupWatch;
+use crate::cgroups::{latency_us, CgroupWatch};
 use crate::bpf::bpf_intf::TRACE_MASK_WORDS;
 use crate::bpf::bpf_skel::TraceSkelBuilder;
 use crate::bpf::{bump_memlock, comm_of, sync_be_cgroups, RINGBUF_BYTES};
@@ -204,7 +204,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         window_end,
         trace_start,
         reorder_ns: REORDER_NS,
-        keep_exited: args.per_task,
+        per_task: args.per_task,
         nr_cgroups: watch.as_ref().map_or(0, |w| w.targets.len()),
         requests: watch.as_ref().map(|w| w.requests()).unwrap_or_default(),
         timeline: timeline_range,
@@ -381,6 +381,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
                 run_ns: ts.run_ns,
                 wait_ns: ts.wait_ns,
                 inversion_ns: ts.inversion_ns,
+                wakeup_latency: latency_us(&ts.wakeup_latency),
             })
             .collect()
     });

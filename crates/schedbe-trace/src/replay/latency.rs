@@ -22,15 +22,26 @@ pub(super) struct Latency {
 
 impl Default for Latency {
     fn default() -> Self {
-        Latency {
-            hist: Histogram::new(3).expect("3 significant figures is valid"),
-            sum_ns: 0,
-            max_ns: 0,
-        }
+        Latency::with_sigfig(3)
     }
 }
 
 impl Latency {
+    fn with_sigfig(sigfig: u8) -> Self {
+        Latency {
+            hist: Histogram::new(sigfig).expect("2 or 3 significant figures is valid"),
+            sum_ns: 0,
+            max_ns: 0,
+        }
+    }
+
+    /// One task's distribution (`--per-task`): to 2 significant figures,
+    /// which keeps a histogram reaching seconds at tens of KB (3 figures:
+    /// ~170 KB), one per task that woke in the window.
+    pub(super) fn per_task() -> Self {
+        Latency::with_sigfig(2)
+    }
+
     /// One wait of `ns` nanoseconds.
     pub(super) fn record(&mut self, ns: u64) {
         // auto-resizing histogram: recording cannot fail for u64 values
@@ -78,5 +89,13 @@ mod tests {
         let mut l = Latency::default();
         l.record(3_000_123);
         assert_eq!(l.summary().p50_ns, 3_000_123, "one wait: exact");
+        let mut l = Latency::per_task();
+        for i in 1..=200u64 {
+            l.record(i * 10_000);
+        }
+        let s = l.summary();
+        assert_eq!((s.n, s.mean_ns, s.max_ns), (200, 1_005_000, 2_000_000));
+        // to 2 significant figures
+        assert!(s.p50_ns.abs_diff(1_000_000) <= 10_000, "{s:?}");
     }
 }

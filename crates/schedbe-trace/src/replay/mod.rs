@@ -134,8 +134,9 @@ pub struct ReplayConfig {
     pub trace_start: u64,
     /// Events are held this long (in event time) to be sorted.
     pub reorder_ns: u64,
-    /// Keep per-task figures for exited tasks too (for the per-task table).
-    pub keep_exited: bool,
+    /// For the per-task table: keep exited tasks' figures too, and each
+    /// task's wakeup latency (a histogram per task that woke in the window).
+    pub per_task: bool,
     /// Requested cgroups to follow (at most [`MAX_CGROUPS`]); ids are mapped
     /// to them with [`Replay::map_cgroup`].
     pub nr_cgroups: usize,
@@ -304,6 +305,7 @@ impl Replay {
                 run_ns: t.run_ns,
                 wait_ns: t.wait_ns,
                 inversion_ns: t.inversion_ns,
+                wakeup_latency: t.wakeups.as_ref().map(|l| l.summary()).unwrap_or_default(),
             })
             .collect();
         tasks.sort_by(|a, b| {

@@ -170,7 +170,7 @@ impl Replay {
                 // woken while still switching out: runnable from now on
                 self.start_wait(prev, now, WaitCause::Wakeup, tier, mask, Some(c as u32));
             } else if prev_dead
-                && !self.cfg.keep_exited
+                && !self.cfg.per_task
                 && self
                     .tasks
                     .get(&prev)

@@ -1,6 +1,7 @@
 //! The replay's internal state: what occupies each CPU, what each task is
 //! doing, and the reorder buffer's ordering.
 
+use super::latency::Latency;
 use super::{CgroupSet, CpuMask, CpuStats, Event, Pid, Tier};
 
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +50,8 @@ pub(super) struct Task {
     pub(super) run_ns: u64,
     pub(super) wait_ns: u64,
     pub(super) inversion_ns: u64,
+    /// Its wakeup latency in the window (per-task table only).
+    pub(super) wakeups: Option<Box<Latency>>,
 }
 
 impl Default for Task {
@@ -65,6 +68,7 @@ impl Default for Task {
             run_ns: 0,
             wait_ns: 0,
             inversion_ns: 0,
+            wakeups: None,
         }
     }
 }

@@ -66,6 +66,9 @@ pub struct TaskStats {
     /// Inversion charged to this task: CPU time other tasks ran BE on a CPU
     /// it was allowed on while it was the longest waiting LC task there.
     pub inversion_ns: u64,
+    /// Its waits that began with a wakeup, woken until switched in, ended in
+    /// the window (collected only with `ReplayConfig::per_task`).
+    pub wakeup_latency: LatencyStats,
 }
 
 /// Signs of trouble in the event stream; all zero on a healthy run.

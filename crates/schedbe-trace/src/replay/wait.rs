@@ -1,6 +1,7 @@
 //! Task state transitions around waiting: a task starts waiting, its tier,
 //! mask or runqueue changes while it waits, it is switched in.
 
+use super::latency::Latency;
 use super::state::TState;
 use super::{CpuMask, Pid, Replay, Tier};
 
@@ -145,6 +146,10 @@ impl Replay {
         self.cgroups.wait_change((pid, since), set, 0, now);
         if woken && set != 0 && self.in_window(now) {
             self.cgroups.wakeup(set, now.saturating_sub(since));
+        }
+        if woken && self.cfg.per_task && self.in_window(now) {
+            let t = self.task(pid);
+            t.wakeups.get_or_insert_with(|| Box::new(Latency::per_task())).record(now.saturating_sub(since));
         }
     }
 }

@@ -261,7 +261,7 @@ fn exited_tasks_are_dropped_unless_kept() {
     let r = run(cfg(1), evs.clone());
     assert_eq!(r.tasks.len(), 1);
     let mut c = cfg(1);
-    c.keep_exited = false;
+    c.per_task = false;
     let r = run(c, evs);
     assert!(r.tasks.is_empty());
     assert_eq!(r.totals.lc_ns, MS, "CPU time is kept either way");

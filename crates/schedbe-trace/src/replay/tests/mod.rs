@@ -15,7 +15,7 @@ fn cfg(n: usize) -> ReplayConfig {
         window_end: 10 * MS,
         trace_start: 0,
         reorder_ns: MS,
-        keep_exited: true,
+        per_task: true,
         nr_cgroups: 0,
         requests: vec![],
         timeline: None,

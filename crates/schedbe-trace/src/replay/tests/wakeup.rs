@@ -51,20 +51,24 @@ fn a_task_woken_at_t_and_run_at_t_plus_3ms() {
     assert_eq!(r.cgroups[1].wakeup_latency, LatencyStats::default(), "not in A/B");
 }
 
-#[test]
-fn a_preemption_wait_is_not_a_wakeup() {
-    // Task 5 (A) runs from 0, is preempted at 2 ms by 6 (X), runs again
-    // from 4 ms: a wait of 2 ms that is not a wakeup. It blocks at 6 ms, is
-    // woken at 7 ms and runs at 7.5 ms: that one counts.
-    let evs = vec![
+/// Task 5 (A) runs from 0, is preempted at 2 ms by 6 (X), runs again from
+/// 4 ms, blocks at 6 ms, is woken at 7 ms and runs at 7.5 ms.
+fn preempted_then_woken() -> Vec<Event> {
+    vec![
         sw_cg(0, 0, 0, 5, Tier::Lc, A),
         preempt_cg(2 * MS, 0, 5, 6, X),
         sw_cg(4 * MS, 0, 6, 5, Tier::Lc, A),
         sw(6 * MS, 0, 5, 0, Tier::Idle),
         waking_cg(7 * MS, 5, A),
         sw_cg(7500 * US, 0, 0, 5, Tier::Lc, A),
-    ];
-    let r = run_cg(cfg(1), 2, &MAP, evs);
+    ]
+}
+
+#[test]
+fn a_preemption_wait_is_not_a_wakeup() {
+    // Task 5's wait from 2 to 4 ms, preempted, is not a wakeup; its wait
+    // from 7 to 7.5 ms, woken, counts.
+    let r = run_cg(cfg(1), 2, &MAP, preempted_then_woken());
     assert_eq!(r.cgroups[0].wakeup_latency, one(500 * US));
     assert_eq!(r.totals.lc_waits, 2, "both are LC waits");
     let t5 = r.tasks.iter().find(|t| t.pid == 5).unwrap();
@@ -137,4 +141,19 @@ fn sleep_timer_lateness_counts_per_cgroup_in_the_window() {
     assert_eq!((a.n, a.mean_ns, a.max_ns), (2, 30_000, 40_000), "A holds A/B's timers too");
     assert_eq!(r.cgroups[1].timer_latency, one(20_000), "A/B");
     assert_eq!(r.cgroups[0].wakeup_latency, LatencyStats::default(), "a timer is not a wait");
+}
+
+#[test]
+fn per_task_wakeup_latency_counts_wakeups_only() {
+    // Task 5's one wakeup waited 500 us (its 2 ms wait after a preemption
+    // is not one); 6, which only preempted, has none. Without the per-task
+    // table nothing is kept.
+    let task = |r: &ReplayResult, pid: Pid| r.tasks.iter().find(|t| t.pid == pid).expect("task present").clone();
+    let r = run_cg(cfg(1), 2, &MAP, preempted_then_woken());
+    assert_eq!(task(&r, 5).wakeup_latency, one(500 * US));
+    assert_eq!(task(&r, 6).wakeup_latency, LatencyStats::default());
+    let mut c = cfg(1);
+    c.per_task = false;
+    let r = run_cg(c, 2, &MAP, preempted_then_woken());
+    assert_eq!(task(&r, 5).wakeup_latency, LatencyStats::default());
 }
