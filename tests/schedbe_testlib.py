@@ -12,6 +12,7 @@ import re
 import signal
 import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -690,6 +691,32 @@ def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, 
     rep = json.loads(text)
     out.write_text(json.dumps(rep, indent=1))
     return rep
+
+
+class BackgroundTrace:
+    """run_trace() in a thread, over a window the caller's workload fills:
+    started at construction; report() waits for it and returns its report,
+    or raises its error."""
+
+    def __init__(self, duration, name, **kw):
+        self._out = []
+        self._duration = duration
+        self._thread = threading.Thread(target=self._run, args=(duration, name), kwargs=kw, daemon=True)
+        self._thread.start()
+
+    def _run(self, duration, name, **kw):
+        try:
+            self._out.append(run_trace(duration, name, **kw))
+        except BaseException as e:  # handed to report()'s caller
+            self._out.append(e)
+
+    def report(self, timeout_extra=120):
+        self._thread.join(timeout=self._duration + timeout_extra)
+        if not self._out:
+            raise AssertionError(f"schedbe trace did not finish within {self._duration + timeout_extra}s")
+        if isinstance(self._out[0], BaseException):
+            raise self._out[0]
+        return self._out[0]
 
 
 def cg_report(rep, rel):

@@ -7,12 +7,14 @@ lc_preempt_victim(); lc_burst.bpf.h): who preempts whom among LC tasks.
 - A short sleeper (a timer thread) still preempts a CPU hog at once.
 
 The figures are the kernel's own: the voluntary and nonvoluntary context
-switches of /proc/PID/status, which schedbe does not write. A nonvoluntary
-switch is a preemption (or a slice's end, which a 2 ms request should not reach).
-When they count too many, the tracer's timeline (`schedbe trace
---timeline`) over a second window tells wakeup preemptions from slices'
-ends, and who preempted (the task switched in after a handler left its
-CPU still runnable).
+switches of /proc/PID/status, which schedbe does not write, and the tracer's
+(`schedbe trace`, kernel tracepoints) over a second window. A nonvoluntary
+switch is a preemption (or a slice's end, which a 2 ms request should not
+reach). When the counts have too many, the tracer's timeline tells wakeup
+preemptions from slices' ends, and who preempted (the task switched in after
+a handler left its CPU still runnable). The ticker's wakeup latency (woken
+until switched in, from the tracer's per-task table) shows it preempts the
+hog at once.
 """
 
 import collections
@@ -59,13 +61,14 @@ def over_window(procs):
     return got, tl.who_ran(cpu0, WINDOW, exclude={p.pid for p in procs})
 
 
-def traced_window(name, cpu, pids):
-    """`schedbe trace --timeline` over WINDOW s (its userspace on CPU 0, away
-    from the workers' CPUs 1 and 2), split(): how the runs of `pids` on `cpu`
-    ended."""
+def traced_window(name, cpu, pids, ticker):
+    """`schedbe trace --timeline --per-task` over WINDOW s (its userspace on
+    CPU 0, away from the workers' CPUs 1 and 2): split(), how the runs of
+    `pids` on `cpu` ended; and the wakeup latency of task `ticker`."""
     timeline = tl.results_dir() / f"{name}.timeline.csv"
-    tl.run_trace(WINDOW, name, cpu=0, extra=["--timeline", str(timeline)])
-    return split(timeline, cpu, pids)
+    rep = tl.run_trace(WINDOW, name, cpu=0, per_task=True, extra=["--timeline", str(timeline)])
+    tick = next((t["wakeup_latency"] for t in rep.get("tasks", []) if t["pid"] == ticker), None)
+    return split(timeline, cpu, pids), tick
 
 
 def split(timeline, cpu, pids, most=5):
@@ -103,18 +106,26 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
     as the CPU is busy): preempted at under 5% of their requests (in the
     VM, 0.2-1.2%; 6.3% before lc_burst_outlasts()). CPU 2: a hog and a 1 ms
     ticker with bursts of tens of us: the hog is preempted at most of the
-    ticker's wakeups.
+    ticker's wakeups, which the tracer shows: the ticker's median wakeup
+    latency is under a fifth of the hog's slice.
 
     The kernel's counts do not tell a wakeup preemption from a slice's end,
     which a 2 ms request should never reach, but under emulation on a busy
     host does: since 2026-11-29 runs of a request lasted past the 5 ms slice
     often enough to count 15-56% of requests as preempted, and in one boot
     a 20 ms slice cut that from 0.156-0.160 to 0.015-0.018 (docs/testing.md).
-    So when the counts miss the bound, a second window, traced, separates
+    So when the counts miss the bound, the traced second window separates
     the two: the handlers' runs cut short of a slice (of wall time, so no
-    slice's end) must stay under 5% of their requests."""
+    slice's end) must stay under 5% of their requests.
+
+    The ticker's claim was a count of its wakeups (over 1.25 times the 1200
+    a ticker that never preempted could have in 6 s) until a CI run on a
+    slower machine counted 1101: its vCPU stalls delay the timer itself,
+    which no scheduler controls. Its wakeup latency is the scheduler's part:
+    woken 1 ms into a hog's slice, a ticker that waited for the slice's end
+    would wait 4 ms."""
     tl.cg_create(f"{tl.TEST_CG}/lcp")
-    procs, traced = [], None
+    procs = []
     with tl.Schedbe(name="lc-preempt") as sched:
         try:
             handlers = [worker(1, 0.002, 0.015, 0.045) for _ in range(N_HANDLERS)]
@@ -125,8 +136,7 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
             got, others = over_window(procs)
             requests = sum(v for v, _ in got[:N_HANDLERS])
             preempted = sum(n for _, n in got[:N_HANDLERS])
-            if preempted > 0.05 * requests:
-                traced = traced_window("lc-preempt-trace", 1, {p.pid for p in handlers})
+            traced, tick_lat = traced_window("lc-preempt-trace", 1, {p.pid for p in handlers}, ticker.pid)
             sched.check_running()
         finally:
             for p in procs:
@@ -134,19 +144,17 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
     (hog_v, hog_n), (tick_v, tick_n) = got[-2], got[-1]
     tl.log(f"lc preempt: handlers {requests} requests, {preempted} preempted ({preempted / max(requests, 1):.3f}); "
            f"ticker {tick_v} wakeups, hog preempted {hog_n} times ({hog_n / max(tick_v, 1):.2f} a wakeup); "
+           f"traced: ticker wakeup latency {tick_lat}; "
            f"most CPU besides (pid, comm, CPUs): {others}; traced window: {traced}")
     # what else ran, for a failure (in CI twice: ~1000 requests, half preempted, the ticker slow)
     ctx = f"; most CPU besides the workers (pid, comm, CPUs): {others}"
     assert requests >= 0.5 * N_HANDLERS * WINDOW / 0.032, f"handlers served only {requests} requests in {WINDOW}s" + ctx
-    # A ticker that never preempted would run once per hog slice at most
-    # (WINDOW / SLICE_MS: 1200). It wakes every 1 ms plus its latency:
-    # 1795-3282 measured, fewer when the host is busy (vCPUs stall,
-    # docs/testing.md). The bound: 25% above that ceiling.
-    no_preempt_most = WINDOW / (SLICE_MS / 1000)
-    assert tick_v >= 1.25 * no_preempt_most, (f"ticker woke only {tick_v} times in {WINDOW}s "
-                                              f"(without preempting the hog: {no_preempt_most:.0f} at most)" + ctx)
     assert hog_n >= 0.5 * tick_v, f"the hog was preempted {hog_n} times at {tick_v} ticker wakeups" + ctx
-    if traced is not None:
+    # at least one wakeup per 20 ms for a median; a ticker that waited for
+    # the hog's slices would have a median of about 4 ms (see above)
+    assert tick_lat is not None and tick_lat["n"] >= WINDOW / 0.02, f"ticker's wakeups, traced: {tick_lat}" + ctx
+    assert tick_lat["p50_us"] < SLICE_MS * 1000 / 5, f"ticker's wakeup latency, traced: {tick_lat}" + ctx
+    if preempted > 0.05 * requests:
         assert traced["requests"] >= 0.5 * N_HANDLERS * WINDOW / 0.032, f"traced window: {traced}" + ctx
         assert traced["preempted"] <= 0.05 * traced["requests"], (
             f"handlers preempted short of a slice at {traced['preempted']} of {traced['requests']} requests "
