@@ -6,6 +6,7 @@ cgroup cpu.stat) or from the independent tracer, never from the scheduler's stat
 """
 
 import contextlib
+import csv
 import json
 import os
 import re
@@ -717,6 +718,18 @@ class BackgroundTrace:
         if isinstance(self._out[0], BaseException):
             raise self._out[0]
         return self._out[0]
+
+
+def read_timeline(path):
+    """The run segments of a tracer timeline (`schedbe trace --timeline`): one
+    dict per row, keyed by its columns, with cpu, start_ns, end_ns and pid as
+    ints (the rest as written: comm, tier, cgroup_index, cgroup, ended)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in ("cpu", "start_ns", "end_ns", "pid"):
+            r[k] = int(r[k])
+    return rows
 
 
 def cg_report(rep, rel):

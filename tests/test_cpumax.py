@@ -9,7 +9,6 @@ write; schedbe's own counters (its stats JSON) are only checked to be
 consistent with it.
 """
 
-import csv
 import json
 import time
 
@@ -215,9 +214,8 @@ def over_cap(timeline, cap, most=5):
     first `most` intervals in which its tasks ran on more than `cap` CPUs at
     once, each with the run segments that made it up (cpu, pid, comm, start and
     end in ms from the window's start), for a failure to show what ran where."""
-    with open(timeline, newline="") as f:
-        segs = [(int(r["start_ns"]), int(r["end_ns"]), int(r["cpu"]), r["pid"], r["comm"])
-                for r in csv.DictReader(f) if r["cgroup"]]
+    segs = [(r["start_ns"], r["end_ns"], r["cpu"], r["pid"], r["comm"])
+            for r in tl.read_timeline(timeline) if r["cgroup"]]
     edges = sorted([(s, 1, i) for i, (s, _, _, _, _) in enumerate(segs)] +
                    [(e, -1, i) for i, (_, e, _, _, _) in enumerate(segs)])
 

@@ -56,7 +56,7 @@ def test_k8s_burst_runs_and_pods(quick_run):
         assert after[s1]["reservation_inversion_ms"] is not None
         for phase in ("lc", "be"):
             tl_csv = OUT / r["raw_dir"] / f"timeline-{phase}.csv"
-            rows = list(csv.DictReader(tl_csv.open()))
+            rows = tl.read_timeline(tl_csv)
             assert rows, f"{c}: empty {tl_csv.name}"
             assert any(row["cgroup"] == s1 for row in rows), f"{c}: service1 not in {tl_csv.name}"
     rows = {p["config"]: p for p in d["pods"]}

@@ -18,7 +18,6 @@ hog at once.
 """
 
 import collections
-import csv
 import time
 
 import pytest
@@ -79,9 +78,8 @@ def split(timeline, cpu, pids, most=5):
     whom (the task switched in; another of `pids` is "handler"), and how
     many ended preempted after a slice or more (a slice's end, or a
     preemption of a run that long)."""
-    with open(timeline, newline="") as f:
-        rows = sorted(((int(r["start_ns"]), int(r["end_ns"]), int(r["pid"]), r["comm"], r["ended"])
-                       for r in csv.DictReader(f) if int(r["cpu"]) == cpu))
+    rows = sorted((r["start_ns"], r["end_ns"], r["pid"], r["comm"], r["ended"])
+                  for r in tl.read_timeline(timeline) if r["cpu"] == cpu)
     who, asleep, short, long_ = collections.Counter(), 0, 0, 0
     for (start, end, pid, _, ended), nxt in zip(rows, rows[1:] + [None]):
         if pid not in pids:

@@ -14,7 +14,6 @@ docs/kubernetes.md.
 that sleeps 2 ms at a time, never for one that does not sleep.
 """
 
-import csv
 
 import pytest
 
@@ -63,12 +62,11 @@ def test_reservation_inversion_follows_who_takes_the_cpus():
     assert ca["reservation_inversion_by_ms"].get(b, 0) == pytest.approx(inv), ca
     assert cb["reservation_inversion_ms"] == 0, cb      # B is never below its request of 1 with 2 hogs
     # the timeline has run segments of both cgroups, within the window
-    with open(timeline) as f:
-        rows = list(csv.DictReader(f))
+    rows = tl.read_timeline(timeline)
     seen = {r["cgroup"] for r in rows}
     assert {a, b} <= seen, seen
     end = TRACE_S * 1e9 * 1.01
-    assert all(0 <= int(r["start_ns"]) <= int(r["end_ns"]) <= end for r in rows)
+    assert all(0 <= r["start_ns"] <= r["end_ns"] <= end for r in rows)
 
 
 SLEEPER = ["/usr/bin/python3", "-c", "import time\nwhile True:\n    time.sleep(0.002)"]
