@@ -412,9 +412,12 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 	 * A per-CPU kernel thread (kworker, ksoftirqd) can run nowhere else, and
 	 * budgets may fill its CPU: it goes to the head of that CPU's local
 	 * queue and runs when the current slice ends (the kernel's own work
-	 * comes first, as the hypervisor's does in Xen).
+	 * comes first, as the hypervisor's does in Xen). Not while an RT/DL
+	 * task holds that CPU: rescue_stranded() would send it back at every
+	 * tick (3692 times in test_rt's 12 s); in the host queue it waits for
+	 * that CPU's next dispatch, as it would have waited there.
 	 */
-	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
+	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1 && !rt_holds(scx_bpf_task_cpu(p))) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | scx_bpf_task_cpu(p), host_slice_ns, enq_flags | SCX_ENQ_HEAD);
 		return;
 	}

@@ -90,6 +90,23 @@ static void rescue_stranded(u32 self, u64 now)
 	}
 }
 
+/*
+ * Does an RT/DL task hold @cpu (tracepoint path; false before v6.19, where
+ * it is not tracked)? A task that can run only there and is put in its local
+ * queue meanwhile would be sent back at every tick by rescue_stranded(), to
+ * land there again: a policy asks this first and queues it elsewhere.
+ */
+static __always_inline bool rt_holds(s32 cpu)
+{
+	u32 key = cpu;
+	u64 *since;
+
+	if (nr_rt_cpus <= 0)	/* the common case: no lookup */
+		return false;
+	since = bpf_map_lookup_elem(&rt_since, &key);
+	return since && *since;
+}
+
 /* ops.cpu_release (kernels before v6.19): an RT/DL task took this CPU. */
 static __always_inline void rt_cpu_release(void)
 {
