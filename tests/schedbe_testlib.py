@@ -5,6 +5,7 @@ Everything measures behaviour from the kernel's own accounting (/proc/PID/scheds
 cgroup cpu.stat) or from the independent tracer, never from the scheduler's stats.
 """
 
+import concurrent.futures
 import contextlib
 import csv
 import json
@@ -13,7 +14,6 @@ import re
 import signal
 import struct
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -694,30 +694,15 @@ def run_trace(duration, name, be_cgroups=(), per_task=False, timeout_extra=120, 
     return rep
 
 
-class BackgroundTrace:
-    """run_trace() in a thread, over a window the caller's workload fills:
-    started at construction; report() waits for it and returns its report,
-    or raises its error."""
-
-    def __init__(self, duration, name, **kw):
-        self._out = []
-        self._duration = duration
-        self._thread = threading.Thread(target=self._run, args=(duration, name), kwargs=kw, daemon=True)
-        self._thread.start()
-
-    def _run(self, duration, name, **kw):
-        try:
-            self._out.append(run_trace(duration, name, **kw))
-        except BaseException as e:  # handed to report()'s caller
-            self._out.append(e)
-
-    def report(self, timeout_extra=120):
-        self._thread.join(timeout=self._duration + timeout_extra)
-        if not self._out:
-            raise AssertionError(f"schedbe trace did not finish within {self._duration + timeout_extra}s")
-        if isinstance(self._out[0], BaseException):
-            raise self._out[0]
-        return self._out[0]
+def trace_in_background(duration, name, **kw):
+    """run_trace() in a thread, over a window the caller's workload fills: a
+    Future whose result() is its report, or raises its error (run_trace's
+    own timeout bounds the wait)."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(run_trace, duration, name, **kw)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def read_timeline(path):

@@ -121,9 +121,9 @@ def test_rt_task_takes_a_cpu(policy):
             # spawn() sets a policy with priority 0; FIFO needs one above.
             os.sched_setscheduler(rt.pid, os.SCHED_FIFO, os.sched_param(10))
             # its userspace on CPU 0, which the RT task takes anyway
-            tracer = tl.BackgroundTrace(TRACE_S, f"rt-takeover-{policy}-trace", per_task=True, cpu=0)
+            tracer = tl.trace_in_background(TRACE_S, f"rt-takeover-{policy}-trace", per_task=True, cpu=0)
             time.sleep(RUN_S)
-            traced = tracer.report()
+            traced = tracer.result()
             sched.check_running()
             late = []
             for w in workers:

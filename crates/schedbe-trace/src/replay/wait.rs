@@ -144,12 +144,15 @@ impl Replay {
         t.woken = false;
         let set = t.cgroups;
         self.cgroups.wait_change((pid, since), set, 0, now);
-        if woken && set != 0 && self.in_window(now) {
-            self.cgroups.wakeup(set, now.saturating_sub(since));
-        }
-        if woken && self.cfg.per_task && self.in_window(now) {
-            let t = self.task(pid);
-            t.wakeups.get_or_insert_with(|| Box::new(Latency::per_task())).record(now.saturating_sub(since));
+        if woken && self.in_window(now) {
+            let w = now.saturating_sub(since);
+            if set != 0 {
+                self.cgroups.wakeup(set, w);
+            }
+            if self.cfg.per_task {
+                let t = self.task(pid);
+                t.wakeups.get_or_insert_with(|| Box::new(Latency::per_task())).record(w);
+            }
         }
     }
 }

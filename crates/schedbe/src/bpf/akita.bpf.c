@@ -417,9 +417,12 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 	 * tick (3692 times in test_rt's 12 s); in the host queue it waits for
 	 * that CPU's next dispatch, as it would have waited there.
 	 */
-	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1 && !rt_holds(scx_bpf_task_cpu(p))) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | scx_bpf_task_cpu(p), host_slice_ns, enq_flags | SCX_ENQ_HEAD);
-		return;
+	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
+		cpu = scx_bpf_task_cpu(p);
+		if (!rt_holds(cpu)) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, host_slice_ns, enq_flags | SCX_ENQ_HEAD);
+			return;
+		}
 	}
 	/* A sleeper keeps at most one slice of credit. */
 	vtime = p->scx.dsq_vtime;
