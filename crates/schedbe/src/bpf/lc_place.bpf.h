@@ -172,13 +172,14 @@ static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur
 /*
  * LC over LC, as EEVDF does at wakeup: every allowed CPU runs LC, and @p
  * (queued with @vtime) woke with credit, i.e. it slept. If the LC task on
- * @p's previous CPU, or on one other CPU picked at random, is ahead of @p by
- * more than lc_preempt_gran_ns of virtual time and has run at least
- * lc_preempt_min_ns, that CPU is the victim: it stops its task and runs @p
- * (or the front of the LC queue). Without this a woken task waits for a
- * slice to end (5 ms), which is what a latency-sensitive sleeper behind CPU
- * hogs sees. Two candidates, not a scan: the cost stays constant with the
- * CPU count.
+ * @p's previous CPU, or on one other CPU picked at random among the rest,
+ * is ahead of @p by more than lc_preempt_gran_ns of virtual time and has
+ * run at least lc_preempt_min_ns, that CPU is the victim: it stops its task
+ * and runs @p (or the front of the LC queue). Without this a woken task
+ * waits for a slice to end (5 ms), which is what a latency-sensitive
+ * sleeper behind CPU hogs sees. Two candidates, not a scan: the cost stays
+ * constant with the CPU count. (The second was once drawn among all CPUs,
+ * so on two CPUs half the wakeups looked at one CPU twice.)
  *
  * A wakee whose bursts are short (@burst_ns, its average run each time it
  * wakes, lc_burst.bpf.h, below lc_preempt_min_ns) does not wait
@@ -213,14 +214,17 @@ __weak s32 lc_preempt_victim(struct task_struct *p __arg_trusted, u64 vtime, s32
 			     struct lc_later *later __arg_nonnull)
 {
 	bool short_burst = lc_burst_short(burst_ns, lc_preempt_min_ns);
-	s32 cand[2] = { scx_bpf_task_cpu(p), bpf_get_prandom_u32() % scx_bpf_nr_cpu_ids() };
+	u32 nr = scx_bpf_nr_cpu_ids();
+	s32 prev = scx_bpf_task_cpu(p);
+	/* the other candidate is never @p's CPU again: on two CPUs, both are looked at */
+	s32 cand[2] = { prev, nr > 1 ? (prev + 1 + bpf_get_prandom_u32() % (nr - 1)) % nr : prev };
 	s32 victim = -1;
 	u64 now = bpf_ktime_get_ns(), best = vtime + lc_preempt_gran_ns, v;
 	struct cpu_cur *c;
 	bool young;
 	int i;
 
-	bpf_for(i, 0, 2) {
+	bpf_for(i, 0, nr > 1 ? 2 : 1) {
 		s32 cpu = cand[i & 1];
 
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !(c = cpu_cur(cpu)) || c->tier != TIER_LC)
