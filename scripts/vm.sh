@@ -2,7 +2,7 @@
 # Run a command in a virtme-ng guest booted with the cached sched_ext kernel.
 #
 #   scripts/vm.sh [--cpus N] [--mem SIZE] [--timeout SECS] [--rwdir DIR]...
-#                 [--allow-console REGEX] -- CMD [ARGS...]
+#                 [--allow-console REGEX] [--icount] -- CMD [ARGS...]
 #   scripts/vm.sh --shell [--cpus N] [--mem SIZE]     (interactive guest shell)
 #
 # CMD with ARGS is executed as an argument vector; a single CMD argument is a shell
@@ -10,6 +10,15 @@
 # root file system read-only (writes to /etc, /usr, /var, /tmp, /home, /opt stay in
 # the guest), runs as root in the current directory, and can write to
 # results/tmp/ of this project plus any --rwdir.
+#
+# --icount: the guest's clock counts instructions (QEMU -icount shift=0,sleep=off):
+# 1 ns of guest time per guest instruction, idle time skipped, vCPUs run one at a
+# time. A timing is then an instruction count: repeatable from run to run and
+# untouched by the host's load, so small differences in cost show. It models no
+# parallelism (N busy vCPUs share one timeline, each at 1/N speed) and every
+# instruction costs the same, cache misses and atomics included: a cost measure,
+# not a latency one (docs/overhead.md, "The instruction clock"). Sets
+# SCHEDBE_VM_ICOUNT=1 in the guest (benchmarks note it in their reports).
 #
 # Exit status: CMD's. When the guest console shows a kernel error (BUG:, WARNING:,
 # Oops, a panic, "runnable task stall", a sched_ext error exit; patterns in
@@ -46,6 +55,7 @@
 #   SCHEDBE_VM_LOCK=FILE hold an exclusive flock on FILE for the guest's lifetime, so
 #                        guests started by several people or jobs on one small host
 #                        run one at a time instead of distorting each other's timing.
+#   SCHEDBE_VM_QEMU_OPTS=OPTS  extra QEMU options (vng --qemu-opts).
 #   SCHEDBE_*, RUST_BACKTRACE, RUST_LOG, PATH are passed into the guest.
 set -euo pipefail
 
@@ -68,6 +78,7 @@ while (($#)); do
         --allow-console) allow=${2:?}; shift 2 ;;
         --allow-console=*) allow=${1#*=}; shift ;;
         --shell) shell=1; shift ;;
+        --icount) export SCHEDBE_VM_ICOUNT=1; shift ;;
         -h|--help) usage ;;
         --) shift; break ;;
         *) break ;;
@@ -122,6 +133,7 @@ if [[ $native == auto ]]; then
 fi
 if [[ $native == 1 ]]; then
     [[ -d /sys/kernel/sched_ext ]] || die "SCHEDBE_VM_NATIVE=1 but this kernel has no sched_ext"
+    [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]] && die "--icount counts a guest's instructions: run in the VM (SCHEDBE_VM_NATIVE=0)"
     printf '%s: host kernel has sched_ext: running natively\n' "$PROG" >&2
     ((shell)) && exec "${SHELL:-/bin/bash}"
     before=$(dmesg 2>/dev/null | wc -l) || before=
@@ -166,6 +178,7 @@ if ((shell)); then
     [[ -t 0 ]] || die "--shell needs a terminal"
     args=(-r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
     [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || args+=(--disable-kvm)
+    [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]] && args+=(--qemu-opts="-icount shift=0,sleep=off")
     exec vng "${args[@]}"
 fi
 
@@ -197,7 +210,12 @@ chmod +x "$run/guest.sh"
 
 vng_args=(-v --force-9p -r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
 [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || vng_args+=(--disable-kvm)
-[[ -n ${SCHEDBE_VM_QEMU_OPTS:-} ]] && vng_args+=(--qemu-opts="$SCHEDBE_VM_QEMU_OPTS")
+qemu_opts=${SCHEDBE_VM_QEMU_OPTS:-}
+if [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]]; then
+    [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && die "--icount needs software emulation (TCG), not KVM"
+    qemu_opts+=" -icount shift=0,sleep=off"
+fi
+[[ -n ${qemu_opts// } ]] && vng_args+=(--qemu-opts="$qemu_opts")
 for d in "${rwdirs[@]}"; do
     [[ $d == "$RESULTS" || $d == "$RESULTS"/* ]] && continue
     mkdir -p "$d"; vng_args+=(--rwdir "$d")
@@ -216,7 +234,8 @@ if [[ ${SCHEDBE_VM_UDEV:-0} != 1 && $(id -u) == 0 ]] && command -v unshare >/dev
 fi
 
 printf '%s: booting %s (%s vCPUs, %s, %s), run dir %s\n' "$PROG" "$REL" "$cpus" "$mem" \
-    "$([[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && echo KVM || echo TCG)" "${run#"$ROOT"/}" >&2
+    "$([[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && echo KVM || echo TCG)$([[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]] && echo ', icount')" \
+    "${run#"$ROOT"/}" >&2
 start=$(date +%s)
 "${launcher[@]}" timeout -k 20 "$timeout" vng "${vng_args[@]}" -- "bash $run/guest.sh" \
     >"$run/console.log" 2>&1 </dev/null &

@@ -309,6 +309,11 @@ pub(crate) fn machine_meta(m: &mut Meta) {
     m.cpu_model = ci.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()).unwrap_or_default();
     m.hypervisor = ci.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
     m.sched_ext = sched_ext_state().map(|s| format!("available (state {s})")).unwrap_or_else(|| "not in this kernel".into());
+    // scripts/vm.sh --icount: every time measured here is an instruction count
+    if std::env::var("SCHEDBE_VM_ICOUNT").is_ok_and(|v| v == "1") {
+        m.cpu_model.push_str(", instruction-counted clock");
+        m.notes.push("instruction-counted clock (scripts/vm.sh --icount): 1 ns is one guest instruction and the vCPUs run one at a time, so times are instruction counts; a cost measure, no parallelism".into());
+    }
 }
 
 /// An experiment's Meta with the machine's facts, after putting this
