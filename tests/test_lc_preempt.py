@@ -30,6 +30,9 @@ WARM = 2.0
 WINDOW = 6.0
 SLICE_MS = 5.0      # schedbe's LC slice (lc_slice_us), which the test leaves at its default
 N_HANDLERS = 10
+# half the requests the handlers make in a window (one per 30 ms on average
+# each, plus the 2 ms request): fewer, and the guest was too slow to measure
+MIN_REQUESTS = 0.5 * N_HANDLERS * WINDOW / 0.032
 
 # burst BURST s of CPU time, sleep between LO and HI s, forever (CPU time,
 # not wall time: the burst is the same whoever else runs on the CPU; a
@@ -114,7 +117,11 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
     a 20 ms slice cut that from 0.156-0.160 to 0.015-0.018 (docs/testing.md).
     So when the counts miss the bound, the traced second window separates
     the two: the handlers' runs cut short of a slice (of wall time, so no
-    slice's end) must stay under 5% of their requests.
+    slice's end) must stay under 5% of their requests. A traced window in
+    which the handlers served under half their requests (a guest too slow
+    to serve the load: 819 of the 1875 they ask for, one run of 4 vCPUs on
+    the 2-core dev host, where the next run served 1623) is traced again
+    once.
 
     The ticker's claim was a count of its wakeups (over 1.25 times the 1200
     a ticker that never preempted could have in 6 s) until a CI run on a
@@ -135,6 +142,10 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
             requests = sum(v for v, _ in got[:N_HANDLERS])
             preempted = sum(n for _, n in got[:N_HANDLERS])
             traced, tick_lat = traced_window("lc-preempt-trace", 1, {p.pid for p in handlers}, ticker.pid)
+            if traced["requests"] < MIN_REQUESTS:
+                # a guest too slow to serve the load measures nothing (see the docstring): once more
+                tl.log(f"lc preempt: traced window too slow ({traced}); tracing another")
+                traced, tick_lat = traced_window("lc-preempt-trace2", 1, {p.pid for p in handlers}, ticker.pid)
             sched.check_running()
         finally:
             for p in procs:
@@ -146,14 +157,14 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
            f"most CPU besides (pid, comm, CPUs): {others}; traced window: {traced}")
     # what else ran, for a failure (in CI twice: ~1000 requests, half preempted, the ticker slow)
     ctx = f"; most CPU besides the workers (pid, comm, CPUs): {others}"
-    assert requests >= 0.5 * N_HANDLERS * WINDOW / 0.032, f"handlers served only {requests} requests in {WINDOW}s" + ctx
+    assert requests >= MIN_REQUESTS, f"handlers served only {requests} requests in {WINDOW}s" + ctx
     assert hog_n >= 0.5 * tick_v, f"the hog was preempted {hog_n} times at {tick_v} ticker wakeups" + ctx
     # at least one wakeup per 20 ms for a median; a ticker that waited for
     # the hog's slices would have a median of about 4 ms (see above)
     assert tick_lat is not None and tick_lat["n"] >= WINDOW / 0.02, f"ticker's wakeups, traced: {tick_lat}" + ctx
     assert tick_lat["p50_us"] < SLICE_MS * 1000 / 5, f"ticker's wakeup latency, traced: {tick_lat}" + ctx
     if preempted > 0.05 * requests:
-        assert traced["requests"] >= 0.5 * N_HANDLERS * WINDOW / 0.032, f"traced window: {traced}" + ctx
+        assert traced["requests"] >= MIN_REQUESTS, f"traced window: {traced}" + ctx
         assert traced["preempted"] <= 0.05 * traced["requests"], (
             f"handlers preempted short of a slice at {traced['preempted']} of {traced['requests']} requests "
             f"(the kernel's counts, slices' ends included: {preempted} of {requests}); traced window: {traced}" + ctx)
