@@ -5,7 +5,7 @@
 # its return to user space (switched in -> its next timer armed), with what
 # both CPUs were doing at the timer's expiry. Schedulers alternate in one boot.
 #
-#   scripts/cyclictest-split.sh [--out DIR] [--secs S] [--load PCT] SCHED...
+#   scripts/cyclictest-split.sh [--out DIR] [--secs S] [--load PCT] [--worst N] SCHED...
 #
 # SCHED: eevdf (loads nothing) or a schedbe binary (run as `BIN run`), each
 # run in the order given, e.g. `eevdf target/release/schedbe eevdf
@@ -14,16 +14,18 @@
 # (SCHED_OTHER threads, one per CPU, 1 ms interval) runs under `stress-ng
 # --cpu <CPUs> --cpu-load PCT` as `schedbe bench overhead` runs it. Writes
 # DIR/<k>-<name>.{trace,hist} and prints scripts/cyclictest_split.py's
-# tables. `schedbe bench overhead --cyclictest-trace` gives the same split
+# tables (--worst N: also each run's N longest wakeups, with what every CPU
+# ran meanwhile). `schedbe bench overhead --cyclictest-trace` gives the same split
 # through `schedbe trace`, without the per-event detail.
 set -euo pipefail
-out=results/tmp/cyclictest-split secs=8 load=50
+out=results/tmp/cyclictest-split secs=8 load=50 worst=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         --out) out=$2; shift 2 ;;
         --secs) secs=$2; shift 2 ;;
         --load) load=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        --worst) worst=(--worst "$2"); shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         -*) echo "cyclictest-split: unknown option $1" >&2; exit 2 ;;
         *) break ;;
     esac
@@ -71,4 +73,4 @@ for s in "$@"; do
     files+=("$out/$name.trace")
     sleep 1
 done
-python3 "$(dirname "$0")/cyclictest_split.py" "${files[@]}"
+python3 "$(dirname "$0")/cyclictest_split.py" "${worst[@]}" "${files[@]}"

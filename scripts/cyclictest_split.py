@@ -8,6 +8,11 @@ hrtimer_start). Their sum is what cyclictest reports, to within its own clock
 reads; the last line of each table compares with its histogram file (same
 name, .hist). Then the timer's lateness by what the two CPUs ran at the
 expiry (busy: any task but idle), for 2-CPU guests.
+
+    cyclictest_split.py [--worst N] TRACE...
+
+--worst N: also the N longest wakeups of each trace, with what every CPU ran
+between the timer's firing and the thread's switch in.
 """
 import bisect
 import collections
@@ -29,6 +34,7 @@ def q(v, p):
 
 def periods(path):
     armed, pend, done, switches = {}, {}, [], collections.defaultdict(list)
+    ran = collections.defaultdict(list)  # cpu -> [(t, "comm/pid" switched in)]
     for line in open(path, errors='replace'):
         m = LINE.match(line)
         if not m:
@@ -52,10 +58,12 @@ def periods(path):
         elif ev == 'sched_switch':
             nxt = kv(rest.split(' ==> ')[1])
             switches[cpu].append((t, nxt['next_pid'] != '0'))
+            ran[cpu].append((t, f"{nxt['next_comm']}/{nxt['next_pid']}"))
             p = int(nxt['next_pid'])
             if p in pend and 'run' not in pend[p]:
                 pend[p]['run'] = t
-    return done, switches
+                pend[p]['tid'], pend[p]['run_cpu'] = p, cpu
+    return done, switches, ran
 
 
 def busy_at(switches, cpu, t):
@@ -76,9 +84,24 @@ def hist_quantiles(path):
     return out
 
 
-def main(paths):
+def running_during(ran, cpu, t0, t1):
+    """What CPU @cpu ran from @t0 to @t1: the task on it at @t0, then each switched in."""
+    xs = ran.get(cpu, [])
+    i = max(bisect.bisect_right([x[0] for x in xs], t0) - 1, 0)
+    return [f'{name} (+{max(t - t0, 0):.0f})' for t, name in xs[i:] if t <= t1]
+
+
+def worst(done, ran, n):
+    print(f'  the {n} longest wakeups (us after the timer fired; what each CPU ran meanwhile):')
+    for s in sorted(done, key=lambda s: s['fire'] - s['run'])[:n]:
+        print(f"    {s['tid']}: {s['run'] - s['fire']:.0f} us, timer on cpu {s['cpu']}, ran on cpu {s['run_cpu']}")
+        for cpu in sorted(ran):
+            print(f"      cpu {cpu}: {', '.join(running_during(ran, cpu, s['fire'], s['run']))}")
+
+
+def main(paths, n_worst=0):
     for path in paths:
-        done, switches = periods(path)
+        done, switches, ran = periods(path)
         if not done:
             print(f'{path}: no cyclictest periods found')
             continue
@@ -103,9 +126,16 @@ def main(paths):
             v = by[k]
             print(f'    busy={k[0]!s:5} other busy={k[1]!s:5}: {len(v) / len(done):5.1%} of periods, '
                   f'p99 {q(v, .99):6.0f} us, over 1 ms late {sum(x > 1000 for x in v) / len(v):6.1%}')
+        if n_worst:
+            worst(done, ran, n_worst)
 
 
 if __name__ == '__main__':
-    if len(sys.argv) < 2:
-        sys.exit('usage: cyclictest_split.py TRACE...')
-    main(sys.argv[1:])
+    args, n = sys.argv[1:], 0
+    if args[:1] == ['--worst']:
+        if len(args) < 2 or not args[1].isdigit():
+            sys.exit('cyclictest_split.py: --worst takes a number')
+        n, args = int(args[1]), args[2:]
+    if not args:
+        sys.exit('usage: cyclictest_split.py [--worst N] TRACE...')
+    main(args, n)
