@@ -119,9 +119,9 @@ def test_equal_handlers_wait_a_sleeper_preempts_a_hog():
     the two: the handlers' runs cut short of a slice (of wall time, so no
     slice's end) must stay under 5% of their requests. A traced window in
     which the handlers served under half their requests (a guest too slow
-    to serve the load: 819 of the 1875 they ask for, one run of 4 vCPUs on
-    the 2-core dev host, where the next run served 1623) is traced again
-    once.
+    to serve the load: 819 of the 1875 they ask for, in a run on the 2-core
+    dev host while another guest ran there too; 1623 in the next run) is
+    traced again once.
 
     The ticker's claim was a count of its wakeups (over 1.25 times the 1200
     a ticker that never preempted could have in 6 s) until a CI run on a
