@@ -17,7 +17,7 @@
 # untouched by the host's load, so small differences in cost show. It models no
 # parallelism (N busy vCPUs share one timeline, each at 1/N speed) and every
 # instruction costs the same, cache misses and atomics included: a cost measure,
-# not a latency one (docs/overhead.md, "The instruction clock"). Sets
+# not a latency one (docs/overhead.md, "2026-11-29: the instruction clock"). Sets
 # SCHEDBE_VM_ICOUNT=1 in the guest (benchmarks note it in their reports).
 #
 # Exit status: CMD's. When the guest console shows a kernel error (BUG:, WARNING:,
@@ -86,6 +86,12 @@ while (($#)); do
 done
 (($#)) || ((shell)) || usage
 [[ $cpus =~ ^[0-9]+$ && $timeout =~ ^[0-9]+$ ]] || die "--cpus and --timeout take numbers"
+# --icount's QEMU options, for the guest and the interactive shell alike
+icount_opts=
+if [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]]; then
+    [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && die "--icount needs software emulation (TCG), not KVM"
+    icount_opts="-icount shift=0,sleep=off"
+fi
 boot_timeout=${SCHEDBE_VM_BOOT_TIMEOUT:-240}
 [[ $boot_timeout =~ ^[0-9]+$ ]] || die "SCHEDBE_VM_BOOT_TIMEOUT takes a number of seconds"
 
@@ -178,7 +184,7 @@ if ((shell)); then
     [[ -t 0 ]] || die "--shell needs a terminal"
     args=(-r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
     [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || args+=(--disable-kvm)
-    [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]] && args+=(--qemu-opts="-icount shift=0,sleep=off")
+    [[ -n $icount_opts ]] && args+=(--qemu-opts="$icount_opts")
     exec vng "${args[@]}"
 fi
 
@@ -210,11 +216,7 @@ chmod +x "$run/guest.sh"
 
 vng_args=(-v --force-9p -r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
 [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || vng_args+=(--disable-kvm)
-qemu_opts=${SCHEDBE_VM_QEMU_OPTS:-}
-if [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]]; then
-    [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && die "--icount needs software emulation (TCG), not KVM"
-    qemu_opts+=" -icount shift=0,sleep=off"
-fi
+qemu_opts="${SCHEDBE_VM_QEMU_OPTS:-} $icount_opts"
 [[ -n ${qemu_opts// } ]] && vng_args+=(--qemu-opts="$qemu_opts")
 for d in "${rwdirs[@]}"; do
     [[ $d == "$RESULTS" || $d == "$RESULTS"/* ]] && continue
