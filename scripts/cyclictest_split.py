@@ -33,8 +33,8 @@ def q(v, p):
 
 
 def periods(path):
+    # switches: cpu -> [(t, pid, "comm/pid")] of each task switched in
     armed, pend, done, switches = {}, {}, [], collections.defaultdict(list)
-    ran = collections.defaultdict(list)  # cpu -> [(t, "comm/pid" switched in)]
     for line in open(path, errors='replace'):
         m = LINE.match(line)
         if not m:
@@ -57,19 +57,18 @@ def periods(path):
                 pend[p] = {'late': late, 'fire': t, 'cpu': cpu, 'expiry': t - late}
         elif ev == 'sched_switch':
             nxt = kv(rest.split(' ==> ')[1])
-            switches[cpu].append((t, nxt['next_pid'] != '0'))
-            ran[cpu].append((t, f"{nxt['next_comm']}/{nxt['next_pid']}"))
             p = int(nxt['next_pid'])
+            switches[cpu].append((t, p, f"{nxt['next_comm']}/{p}"))
             if p in pend and 'run' not in pend[p]:
                 pend[p]['run'] = t
                 pend[p]['tid'], pend[p]['run_cpu'] = p, cpu
-    return done, switches, ran
+    return done, switches
 
 
 def busy_at(switches, cpu, t):
     xs = switches.get(cpu, [])
-    i = bisect.bisect_right(xs, (t, True)) - 1
-    return xs[i][1] if i >= 0 else None
+    i = bisect.bisect_right(xs, t, key=lambda x: x[0]) - 1
+    return xs[i][1] != 0 if i >= 0 else None
 
 
 def hist_quantiles(path):
@@ -84,24 +83,25 @@ def hist_quantiles(path):
     return out
 
 
-def running_during(ran, cpu, t0, t1):
+def running_during(switches, cpu, t0, t1):
     """What CPU @cpu ran from @t0 to @t1: the task on it at @t0, then each switched in."""
-    xs = ran.get(cpu, [])
-    i = max(bisect.bisect_right([x[0] for x in xs], t0) - 1, 0)
-    return [f'{name} (+{max(t - t0, 0):.0f})' for t, name in xs[i:] if t <= t1]
+    xs = switches.get(cpu, [])
+    i = max(bisect.bisect_right(xs, t0, key=lambda x: x[0]) - 1, 0)
+    j = bisect.bisect_right(xs, t1, key=lambda x: x[0])
+    return [f'{name} (+{max(t - t0, 0):.0f})' for t, _, name in xs[i:j]]
 
 
-def worst(done, ran, n):
+def worst(done, switches, n):
     print(f'  the {n} longest wakeups (us after the timer fired; what each CPU ran meanwhile):')
-    for s in sorted(done, key=lambda s: s['fire'] - s['run'])[:n]:
+    for s in sorted(done, key=lambda s: s['run'] - s['fire'], reverse=True)[:n]:
         print(f"    {s['tid']}: {s['run'] - s['fire']:.0f} us, timer on cpu {s['cpu']}, ran on cpu {s['run_cpu']}")
-        for cpu in sorted(ran):
-            print(f"      cpu {cpu}: {', '.join(running_during(ran, cpu, s['fire'], s['run']))}")
+        for cpu in sorted(switches):
+            print(f"      cpu {cpu}: {', '.join(running_during(switches, cpu, s['fire'], s['run']))}")
 
 
 def main(paths, n_worst=0):
     for path in paths:
-        done, switches, ran = periods(path)
+        done, switches = periods(path)
         if not done:
             print(f'{path}: no cyclictest periods found')
             continue
@@ -127,7 +127,7 @@ def main(paths, n_worst=0):
             print(f'    busy={k[0]!s:5} other busy={k[1]!s:5}: {len(v) / len(done):5.1%} of periods, '
                   f'p99 {q(v, .99):6.0f} us, over 1 ms late {sum(x > 1000 for x in v) / len(v):6.1%}')
         if n_worst:
-            worst(done, ran, n_worst)
+            worst(done, switches, n_worst)
 
 
 if __name__ == '__main__':
