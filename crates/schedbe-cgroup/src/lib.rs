@@ -115,6 +115,13 @@ pub fn cgroup_id(dir: &Path) -> Option<u64> {
 /// Walk the cgroup tree under `root` (depth first, root included).
 /// Cgroups that vanish during the walk are skipped.
 pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {
+    walk_until(root, |_| false)
+}
+
+/// [`walk`], not descending below the cgroups for which `stop(rel)` holds
+/// (they are listed, their descendants are not): a caller that wants only the
+/// outermost matches does not read every pod's containers.
+pub fn walk_until(root: &Path, stop: impl Fn(&str) -> bool) -> Result<Vec<Cgroup>> {
     let meta = fs::metadata(root).with_context(|| format!("cannot read {}", root.display()))?;
     let mut out = vec![Cgroup { rel: String::new(), id: meta.ino() }];
     let mut stack: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
@@ -131,7 +138,9 @@ pub fn walk(root: &Path) -> Result<Vec<Cgroup>> {
             // does in stat's st_ino, so no statx per cgroup (a daemon walks
             // the tree every second)
             out.push(Cgroup { rel: crel.clone(), id: e.ino() });
-            stack.push((e.path(), crel));
+            if !stop(&crel) {
+                stack.push((e.path(), crel));
+            }
         }
     }
     Ok(out)
@@ -365,6 +374,11 @@ mod tests {
         fs::write(tmp.join("kubepods/cpu.weight"), "42\n").unwrap();
         let all = walk(&tmp).unwrap();
         assert_eq!(all.len(), 5);
+        // stopping at besteffort lists it but not pod1 below it
+        let pruned = walk_until(&tmp, |rel| rel == "kubepods/besteffort").unwrap();
+        let mut rels: Vec<&str> = pruned.iter().map(|c| c.rel.as_str()).collect();
+        rels.sort();
+        assert_eq!(rels, ["", "kubepods", "kubepods/besteffort", "kubepods/burstable"]);
         let be = scan(&tmp, &BeRules::defaults()).unwrap();
         assert_eq!(be.iter().map(|c| c.rel.as_str()).collect::<Vec<_>>(), ["kubepods/besteffort"]);
         fs::write(tmp.join("kubepods/burstable/cpu.max.burst"), "20000\n").unwrap();

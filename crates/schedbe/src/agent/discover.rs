@@ -13,6 +13,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use schedbe_cgroup::{Cgroup, PathPatterns};
 
+use super::files::Files;
 use super::psi::{self, Pressure};
 
 /// Every kubelet pod cgroup: cgroupfs then systemd driver; Guaranteed,
@@ -60,9 +61,10 @@ pub fn pod_uid(name: &str) -> Option<String> {
     (!uid.is_empty()).then(|| uid.replace('_', "-"))
 }
 
-/// The sandboxes under `root`, outermost matches only, in path order.
+/// The sandboxes under `root`, outermost matches only, in path order. The
+/// walk does not go below a match (a pod's containers are never read).
 pub fn discover(root: &Path, pats: &PathPatterns) -> Result<Vec<Sandbox>> {
-    Ok(select(&schedbe_cgroup::walk(root)?, pats))
+    Ok(select(&schedbe_cgroup::walk_until(root, |rel| pats.matches(rel))?, pats))
 }
 
 /// [`discover`] over the cgroups of an earlier walk (a caller that also
@@ -96,13 +98,19 @@ pub struct Reading {
 }
 
 /// Read a sandbox's cpu.stat (required), cpu.max and cpu.pressure (optional).
-pub fn read(root: &Path, s: &Sandbox) -> Result<Reading> {
+pub fn read(files: &mut Files, root: &Path, s: &Sandbox) -> Result<Reading> {
     let dir = root.join(&s.cgroup.rel);
     let stat = dir.join("cpu.stat");
-    let usage_us = psi::parse_cpu_stat_usage(&psi::read(&stat)?).with_context(|| stat.display().to_string())?;
-    let limit_cpus = schedbe_cgroup::bandwidth(root, &s.cgroup.rel)?.map(|b| b.quota_us as f64 / b.period_us as f64);
+    let usage_us = psi::parse_cpu_stat_usage(&psi::read(files, &stat)?).with_context(|| stat.display().to_string())?;
+    let max = dir.join("cpu.max");
+    let limit_cpus = match files.read(&max) {
+        Ok(t) => schedbe_cgroup::parse_cpu_max(&t)
+            .with_context(|| format!("/{}/cpu.max", s.cgroup.rel))?
+            .map(|(quota_us, period_us)| quota_us as f64 / period_us as f64),
+        Err(_) => None,
+    };
     let pf = dir.join("cpu.pressure");
-    let pressure = match std::fs::read_to_string(&pf) {
+    let pressure = match files.read(&pf) {
         Ok(t) => Some(psi::parse_pressure(&t).with_context(|| pf.display().to_string())?),
         Err(_) => None,
     };
@@ -149,10 +157,10 @@ mod tests {
         let rels: Vec<&str> = found.iter().map(|s| s.cgroup.rel.as_str()).collect();
         assert_eq!(rels, ["kubepods/besteffort/podbbbb-2", "kubepods/burstable/podaaaa-1"]);
         assert_eq!(found[1].pod, a);
-        let r = read(t.root(), &found[1]).unwrap();
+        let r = read(&mut Files::new(), t.root(), &found[1]).unwrap();
         assert_eq!((r.usage_us, r.limit_cpus), (1500, Some(0.5)));
         assert_eq!(r.pressure.unwrap().some.avg10, 1.0);
-        let r = read(t.root(), &found[0]).unwrap();
+        let r = read(&mut Files::new(), t.root(), &found[0]).unwrap();
         assert_eq!((r.usage_us, r.limit_cpus, r.pressure), (7, None, None));
         // A pattern matching pods and their containers keeps the pods only.
         let wide = patterns(&["kubepods/burstable/pod*".to_string(), "kubepods/burstable/pod*/*".to_string()]).unwrap();
@@ -162,7 +170,7 @@ mod tests {
         // A broken cpu.stat names the file.
         t.write(&pb.join("cpu.stat"), "usage_usec many\n");
         let s = discover(t.root(), &patterns(&[]).unwrap()).unwrap();
-        let e = format!("{:#}", read(t.root(), &s[0]).unwrap_err());
+        let e = format!("{:#}", read(&mut Files::new(), t.root(), &s[0]).unwrap_err());
         assert!(e.contains("podbbbb-2/cpu.stat") && e.contains("not a number"), "{e}");
         assert!(patterns(&["a/[b".to_string()]).is_err());
     }

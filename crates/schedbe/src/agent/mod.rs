@@ -10,9 +10,11 @@
 //! - `load`: the decaying per-sandbox load (~4 s horizon)
 //! - `hotspot`: overload with hysteresis, hotspots, suggestions
 //! - `discover`: sandboxes from cgroup path patterns
+//! - `files`: the kernel files read each sample, kept open
 //! - `publish`: JSON lines and the Prometheus text format
 
 pub mod discover;
+mod files;
 pub mod hotspot;
 pub mod load;
 pub mod psi;
@@ -90,6 +92,8 @@ pub struct Agent {
     detector: Detector,
     /// Whether "no sandbox matches" was said (once, until one appears).
     said_empty: bool,
+    /// The files read each sample, kept open where that is safe.
+    files: files::Files,
 }
 
 impl Agent {
@@ -114,6 +118,7 @@ impl Agent {
             detector: Detector::new(th, loads.half_life_s())?,
             loads,
             said_empty: false,
+            files: files::Files::new(),
         })
     }
 
@@ -121,7 +126,8 @@ impl Agent {
     /// A sandbox that cannot be read (it may have just gone away) is left
     /// out of this sample; a node whose signals cannot be read is an error.
     pub fn sample(&mut self, t_ns: u64) -> Result<Report> {
-        let (pressure, rq) = psi::node(&self.proc_root)?;
+        self.files.begin_sample();
+        let (pressure, rq) = psi::node(&mut self.files, &self.proc_root)?;
         let boxes = discover::discover(&self.cgroup_root, &self.patterns)?;
         if boxes.is_empty() && !self.said_empty {
             eprintln!(
@@ -132,7 +138,7 @@ impl Agent {
         }
         self.said_empty = boxes.is_empty();
         let read: Vec<_> =
-            boxes.into_iter().filter_map(|b| discover::read(&self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
+            boxes.into_iter().filter_map(|b| discover::read(&mut self.files, &self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
         let samples: Vec<Sample> =
             read.iter().map(|(b, r)| Sample { rel: b.cgroup.rel.clone(), id: b.cgroup.id, usage_us: r.usage_us }).collect();
         let loads = self.loads.update(t_ns, &samples);
@@ -176,6 +182,16 @@ impl Agent {
     }
 }
 
+/// The first tick of the schedule `prev + k * interval` (k >= 1) not yet past at `now`.
+fn next_tick(prev: Instant, interval: Duration, now: Instant) -> Instant {
+    let next = prev + interval;
+    if next > now {
+        return next;
+    }
+    let behind = now.duration_since(next).as_nanos() / interval.as_nanos().max(1);
+    next + interval * (behind.min(u128::from(u32::MAX - 1)) as u32 + 1)
+}
+
 fn render(r: &Report, f: Format) -> Result<String> {
     Ok(match f {
         Format::Json => publish::json_lines(r)?,
@@ -194,8 +210,14 @@ pub fn run(a: &AgentArgs, stop: Option<Arc<AtomicBool>>) -> Result<()> {
     let start = Instant::now();
     let now = || start.elapsed().as_nanos() as u64;
     agent.sample(now())?;
+    let mut next = start;
     loop {
-        std::thread::sleep(interval);
+        // Samples on a fixed schedule, not an interval after the last one
+        // ended: reading the tree takes time (most under overload, when the
+        // reports matter), and that must not stretch every period. A tick
+        // missed altogether is skipped, not caught up in a burst.
+        next = next_tick(next, interval, Instant::now());
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
         let r = agent.sample(now())?;
         print!("{}", render(&r, a.format)?);
         if a.once || stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
@@ -218,6 +240,18 @@ mod tests {
     }
 
     const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn ticks_keep_their_schedule_and_skip_what_was_missed() {
+        let (t0, i) = (Instant::now(), Duration::from_millis(1000));
+        let ms = |n: u64| Duration::from_millis(n);
+        // on time: the next tick
+        assert_eq!(next_tick(t0, i, t0 + ms(300)), t0 + ms(1000));
+        // a sample that overran one tick: the one after, not now
+        assert_eq!(next_tick(t0, i, t0 + ms(1000)), t0 + ms(2000));
+        assert_eq!(next_tick(t0, i, t0 + ms(1400)), t0 + ms(2000));
+        assert_eq!(next_tick(t0, i, t0 + ms(3500)), t0 + ms(4000));
+    }
 
     /// PSI some's total (µs), the CPUs' busy and all ticks, runnable tasks.
     fn proc_files(t: &TempTree, psi_total_us: u64, busy: u64, all: u64, runnable: u64) {

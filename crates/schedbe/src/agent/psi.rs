@@ -11,11 +11,12 @@
 //! a missing or malformed one of the four, an unknown line kind, or a
 //! repeated line is an error.
 
-use std::fs;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+
+use super::files::Files;
 
 /// One PSI line: share of wall time (percent) that tasks stalled on the CPU,
 /// over the last 10, 60, 300 s, and the total stall time in µs.
@@ -146,23 +147,23 @@ pub fn parse_loadavg_runnable(text: &str) -> Result<u64> {
 }
 
 /// Read a file of a (possibly fake) /proc or cgroupfs.
-pub fn read(path: &Path) -> Result<String> {
-    fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+pub fn read(files: &mut Files, path: &Path) -> Result<String> {
+    files.read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// The node's signals under `proc_root` (/proc normally): PSI and the run queue.
 /// /proc/stat gives both runnable tasks and CPUs; /proc/loadavg is the
 /// fallback for the runnable count when /proc/stat has no procs_running.
-pub fn node(proc_root: &Path) -> Result<(Pressure, RunQueue)> {
+pub fn node(files: &mut Files, proc_root: &Path) -> Result<(Pressure, RunQueue)> {
     let p = proc_root.join("pressure/cpu");
-    let pressure = parse_pressure(&read(&p)?).with_context(|| p.display().to_string())?;
+    let pressure = parse_pressure(&read(files, &p)?).with_context(|| p.display().to_string())?;
     let s = proc_root.join("stat");
-    let (running, cpus, cpu_ticks) = stat_fields(&read(&s)?).with_context(|| s.display().to_string())?;
+    let (running, cpus, cpu_ticks) = stat_fields(&read(files, &s)?).with_context(|| s.display().to_string())?;
     let runnable = match running {
         Some(r) => r,
         None => {
             let l = proc_root.join("loadavg");
-            parse_loadavg_runnable(&read(&l)?).with_context(|| format!("{} (no procs_running in {})", l.display(), s.display()))?
+            parse_loadavg_runnable(&read(files, &l)?).with_context(|| format!("{} (no procs_running in {})", l.display(), s.display()))?
         }
     };
     let rq = RunQueue { runnable, cpus, cpu_ticks };
@@ -226,15 +227,16 @@ mod tests {
     #[test]
     fn node_signals_from_a_fake_proc() {
         let t = crate::agent::testtree::TempTree::new("psi");
+        let mut f = Files::new();
         t.write(Path::new("pressure/cpu"), CG);
         t.write(Path::new("stat"), "cpu0 1\ncpu1 1\nprocs_running 5\n");
         t.write(Path::new("loadavg"), "0.1 0.1 0.1 9/100 1\n");
-        let (p, rq) = node(t.root()).unwrap();
+        let (p, rq) = node(&mut f, t.root()).unwrap();
         assert_eq!((p.some.avg10, rq), (12.5, RunQueue { runnable: 5, cpus: 2, cpu_ticks: None }));
         // Without procs_running, the runnable count comes from loadavg.
         t.write(Path::new("stat"), "cpu0 1\ncpu1 1\n");
-        assert_eq!(node(t.root()).unwrap().1, RunQueue { runnable: 9, cpus: 2, cpu_ticks: None });
+        assert_eq!(node(&mut f, t.root()).unwrap().1, RunQueue { runnable: 9, cpus: 2, cpu_ticks: None });
         std::fs::remove_file(t.root().join("loadavg")).unwrap();
-        assert!(format!("{:#}", node(t.root()).unwrap_err()).contains("loadavg"));
+        assert!(format!("{:#}", node(&mut f, t.root()).unwrap_err()).contains("loadavg"));
     }
 }
