@@ -314,10 +314,14 @@ pub(crate) fn machine_meta(m: &mut Meta) {
     m.cpu_model = ci.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()).unwrap_or_default();
     m.hypervisor = ci.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
     m.sched_ext = sched_ext_state().map(|s| format!("available (state {s})")).unwrap_or_else(|| "not in this kernel".into());
-    // scripts/vm.sh --icount: every time measured here is an instruction count
+    // How far the times can be trusted, said in one place: under
+    // scripts/vm.sh --icount every time is an instruction count (a cost
+    // measure, steady); any other clock in a VM moves with the host's load.
     if icount_clock() {
         m.cpu_model.push_str(", instruction-counted clock");
         m.notes.push("instruction-counted clock (scripts/vm.sh --icount): 1 ns is one guest instruction and the vCPUs run one at a time, so times are instruction counts; a cost measure, no parallelism".into());
+    } else if m.hypervisor {
+        m.notes.push("timing in a virtual machine (software-emulated, sharing the host's cores) is noisy: compare configurations within this run only".into());
     }
 }
 
@@ -335,10 +339,6 @@ pub(crate) fn start_meta(experiment: &str, command_line: &str, rt_prio: u8) -> M
         }
     }
     meta.orchestrator_policy = sys::current_policy_desc();
-    // an instruction-counted clock says so itself (machine_meta), and is not noisy
-    if meta.hypervisor && !icount_clock() {
-        meta.notes.push("timing in a virtual machine (software-emulated, sharing the host's cores) is noisy: compare configurations within this run only".into());
-    }
     meta
 }
 
