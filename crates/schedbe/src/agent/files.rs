@@ -114,11 +114,12 @@ mod tests {
     #[test]
     fn proc_files_stay_open_and_read_fresh() {
         let mut f = Files::new();
-        let p = Path::new("/proc/self/schedstat");
+        // the calling thread's: tests run on worker threads, and /proc/self is the process leader
+        let p = Path::new("/proc/thread-self/schedstat");
         f.begin_sample();
         let a = f.read(p).unwrap();
         assert_eq!(f.kept(), 1);
-        // burn some CPU: the run time (first field) must have grown
+        // burn some CPU: this thread's run time (first field) must have grown
         let mut x = 0u64;
         for i in 0..20_000_000u64 {
             x = x.wrapping_mul(31).wrapping_add(i);
