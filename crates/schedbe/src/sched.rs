@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
-use log::{info, warn};
+use log::{debug, info, warn};
 use scx_stats::prelude::*;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, Topology, UserExitInfo};
 
@@ -315,6 +315,9 @@ impl<'a> Scheduler<'a> {
             .collect();
         let mut changed = false;
         let flat = flatten::flatten_full(&nodes, self.nr_cpus);
+        if log::log_enabled!(log::Level::Debug) {
+            log_flat(&nodes, &flat);
+        }
         if let Some(r) = self.resv.as_mut() {
             let root = self.tree.iter().find(|c| c.1.is_empty()).map_or(0, |c| c.0);
             changed |= r.update(&mut self.skel, &flat, root, self.nr_cpus)?;
@@ -544,3 +547,18 @@ fn advance(due: Instant, period: Duration, now: Instant) -> Instant {
         now + period
     }
 }
+
+/// `schedbe run -v`: the root's factor and the active groups', once a pass.
+fn log_flat(nodes: &[flatten::Node], flat: &HashMap<u64, flatten::Flat>) {
+    let one = flatten::FACTOR_ONE as f64;
+    let mut active: Vec<(f64, &str, f64)> = nodes
+        .iter()
+        .filter_map(|n| flat.get(&n.id).filter(|f| f.active && f.group == n.id).map(|f| (f.factor as f64 / one, n.rel.as_str(), n.load)))
+        .collect();
+    active.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let root = nodes.iter().find(|n| n.rel.is_empty()).and_then(|n| flat.get(&n.id)).map_or(0.0, |f| f.factor as f64 / one);
+    let show = |v: &[(f64, &str, f64)]| v.iter().map(|(f, r, l)| format!("/{r} x{f:.3} (load {l:.0})")).collect::<Vec<_>>().join(", ");
+    let n = active.len();
+    debug!("flatten: root x{root:.3}; {n} active groups, lowest {}; highest {}", show(&active[..n.min(3)]), show(&active[n.saturating_sub(3)..]));
+}
+
