@@ -5,7 +5,7 @@
 # its return to user space (switched in -> its next timer armed), with what
 # both CPUs were doing at the timer's expiry. Schedulers alternate in one boot.
 #
-#   scripts/cyclictest-split.sh [--out DIR] [--secs S] [--load PCT] [--worst N] SCHED...
+#   scripts/cyclictest-split.sh [--out DIR] [--secs S] [--load PCT] [--worst N] [--printk] SCHED...
 #
 # SCHED: eevdf (loads nothing) or a schedbe binary (run as `BIN run`), each
 # run in the order given, e.g. `eevdf target/release/schedbe eevdf
@@ -15,17 +15,21 @@
 # --cpu <CPUs> --cpu-load PCT` as `schedbe bench overhead` runs it. Writes
 # DIR/<k>-<name>.{trace,hist} and prints scripts/cyclictest_split.py's
 # tables (--worst N: also each run's N longest wakeups, with what every CPU
-# ran meanwhile). `schedbe bench overhead --cyclictest-trace` gives the same split
-# through `schedbe trace`, without the per-event detail.
+# ran meanwhile). --printk also records bpf_printk() lines into each .trace,
+# between the events they came with (for a debug build of the scheduler: the
+# script's event list would otherwise drop them). `schedbe bench overhead
+# --cyclictest-trace` gives the same split through `schedbe trace`, without
+# the per-event detail.
 set -euo pipefail
-out=results/tmp/cyclictest-split secs=8 load=50 worst=()
+out=results/tmp/cyclictest-split secs=8 load=50 worst=() printk=
 while [[ $# -gt 0 ]]; do
     case $1 in
         --out) out=$2; shift 2 ;;
         --secs) secs=$2; shift 2 ;;
         --load) load=$2; shift 2 ;;
         --worst) worst=(--worst "$2"); shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        --printk) printk=" bpf_trace:bpf_trace_printk"; shift ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         -*) echo "cyclictest-split: unknown option $1" >&2; exit 2 ;;
         *) break ;;
     esac
@@ -61,7 +65,7 @@ for s in "$@"; do
     (cd "$tmp" && exec stress-ng --cpu "$ncpus" --cpu-load "$load" --timeout $((secs + 30))s > /dev/null 2>&1) & load_pid=$!
     sleep 2
     echo 0 > $TR/tracing_on; echo > $TR/trace; echo 32768 > $TR/buffer_size_kb
-    echo 'sched:sched_switch sched:sched_waking timer:hrtimer_start timer:hrtimer_expire_entry' > $TR/set_event
+    echo "sched:sched_switch sched:sched_waking timer:hrtimer_start timer:hrtimer_expire_entry$printk" > $TR/set_event
     echo 1 > $TR/tracing_on
     cyclictest -m -q --policy=other -t "$ncpus" --duration="$secs" --interval=1000 --histogram=20000 \
         --histfile="$out/$name.hist" > /dev/null
