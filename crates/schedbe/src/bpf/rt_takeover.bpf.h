@@ -12,28 +12,12 @@
  * (evacuate_from_tp). On v7.1+ a CPU's tick also rescues tasks that landed in
  * another CPU's local queue just after an RT task took it (rescue_stranded).
  *
- * With RT_LAZY_EVACUATION defined to 1 by the includer (SCHED_BE, which then
- * defines rt_evacuate_anyway()) and the tick's rescue available, the
- * sched_switch program evacuates at once only when some CPU is idle, which
- * then takes the task straight away, or the includer says so. With every
- * CPU busy the task stays where it is: most RT bursts (an RT client's
- * send, a kernel thread) last tens of microseconds, and sending the
- * preempted task away costs an IRQ-work interrupt and a migration each time
- * (docs/overhead.md, 2026-12-02); busy CPUs tick, so a longer burst is
- * rescued by rescue_stranded() after SCHEDBE_RT_STRAND_NS, and a CPU that
- * runs out of work rescues it at once (rt_rescue_before_idle(), from the
- * policy's ops.dispatch).
- *
  * The includer defines STAT_ADD(field, v) over its per-CPU counters (with
  * rt_evacuations and rt_rescues) and the rodata flag evacuate_from_tp;
  * userspace chooses the path (rt_takeover.rs).
  */
 #ifndef __SCHEDBE_RT_TAKEOVER_BPF_H
 #define __SCHEDBE_RT_TAKEOVER_BPF_H
-
-#ifndef RT_LAZY_EVACUATION
-#define RT_LAZY_EVACUATION 0
-#endif
 
 /* Is a task stranded in a foreign local queue rescued here (v7.1+, tracepoint path)? */
 static __always_inline bool rescue_available(void)
@@ -57,33 +41,6 @@ struct {
 
 static s32 nr_rt_cpus;	/* CPUs with rt_since set */
 
-#if RT_LAZY_EVACUATION
-/*
- * The includer's: must a takeover evacuate at once anyway? SCHED_BE: once
- * any task was BE, since a task left behind the RT burst while another CPU
- * runs BE would be LC waiting below BE; evacuated, it preempts that BE.
- */
-static __always_inline bool rt_evacuate_anyway(void);
-#endif
-
-/* Send a local queue away as an RT/DL task takes its CPU (see the header)? */
-static __always_inline bool evacuate_now(void)
-{
-#if RT_LAZY_EVACUATION
-	const struct cpumask *idle;
-	bool any;
-
-	if (!rescue_available() || rt_evacuate_anyway())
-		return true;
-	idle = scx_bpf_get_idle_cpumask();
-	any = !bpf_cpumask_empty(idle);
-	scx_bpf_put_idle_cpumask(idle);
-	return any;
-#else
-	return true;
-#endif
-}
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
@@ -98,7 +55,7 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 		*since = rt ? bpf_ktime_get_ns() : 0;
 		__sync_fetch_and_add(&nr_rt_cpus, rt ? 1 : -1);
 	}
-	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now() &&
+	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
 	    !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_evacuations, 1);
 	return 0;
@@ -113,7 +70,7 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
  * queue can be re-enqueued only with the generic kfunc of v7.1+; before, the
  * task waits until the RT task leaves (or the kernel's own server runs it).
  */
-static void rescue_held_for(u32 self, u64 now, u64 min_ns)
+static void rescue_stranded(u32 self, u64 now)
 {
 	u64 *since;
 	u32 i;
@@ -124,30 +81,13 @@ static void rescue_held_for(u32 self, u64 now, u64 min_ns)
 		if (i == self || i >= SCHEDBE_MAX_CPUS)
 			continue;
 		since = bpf_map_lookup_elem(&rt_since, &i);
-		if (!since || !*since || (min_ns && now - *since < min_ns))
+		if (!since || !*since || now - *since < SCHEDBE_RT_STRAND_NS)
 			continue;
 		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i)) {
 			scx_bpf_dsq_reenq(SCX_DSQ_LOCAL_ON | i, 0);
 			STAT_ADD(rt_rescues, 1);
 		}
 	}
-}
-
-static __always_inline void rescue_stranded(u32 self, u64 now)
-{
-	rescue_held_for(self, now, SCHEDBE_RT_STRAND_NS);
-}
-
-/*
- * Lazy evacuation (RT_LAZY_EVACUATION): this CPU found nothing to run and
- * is about to go idle, where it would not tick; a task left in the local
- * queue of a CPU an RT/DL task holds is sent back now, whatever the burst's
- * length so far, and lands here through ops.enqueue's idle pick.
- */
-static __always_inline void rt_rescue_before_idle(u32 self)
-{
-	if (RT_LAZY_EVACUATION && nr_rt_cpus > 0)
-		rescue_held_for(self, 0, 0);
 }
 
 /*
