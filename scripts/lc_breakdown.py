@@ -40,16 +40,18 @@ def breakdown(path, skip_s):
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"not client records: no column {', '.join(missing)}")
-        rows = [r for r in reader if int(r["recv_ns"]) > 0]
+        # each timestamp parsed once; a non-number raises ValueError here
+        rows = [{c: int(r[c]) for c in COLUMNS} for r in reader]
+    rows = [r for r in rows if r["recv_ns"] > 0]
     if not rows:
-        raise ValueError(f"{path}: no answered request")
-    t0 = min(int(r["intended_ns"]) for r in rows)
-    rows = [r for r in rows if int(r["intended_ns"]) >= t0 + skip_s * 1e9]
+        raise ValueError("no answered request")
+    t0 = min(r["intended_ns"] for r in rows)
+    rows = [r for r in rows if r["intended_ns"] >= t0 + skip_s * 1e9]
     if not rows:
-        raise ValueError(f"{path}: no request after the first {skip_s} s")
+        raise ValueError(f"no request after the first {skip_s} s")
 
     def part(a, b):
-        return [(int(r[b]) - int(r[a])) / 1e6 for r in rows]
+        return [(r[b] - r[a]) / 1e6 for r in rows]
 
     return len(rows), [
         ("send lag", part("intended_ns", "send_ns")),
@@ -57,7 +59,7 @@ def breakdown(path, skip_s):
         ("service", part("start_ns", "end_ns")),
         ("return", part("end_ns", "recv_ns")),
         ("total", part("intended_ns", "recv_ns")),
-        ("worker cpu", [int(r["cpu_ns"]) / 1e6 for r in rows]),
+        ("worker cpu", [r["cpu_ns"] / 1e6 for r in rows]),
     ]
 
 
