@@ -135,6 +135,8 @@ static __always_inline struct cpu_stats *my_stats(void)
 } while (0)
 
 #include "park_report.bpf.h"
+/* with no BE, a preempted task stays behind a short RT burst unless a CPU is idle (rt_takeover.bpf.h) */
+#define RT_LAZY_EVACUATION 1
 #include "rt_takeover.bpf.h"
 #include "cpumax.bpf.h"
 #include "cgrp_watch.bpf.h"
@@ -186,6 +188,12 @@ static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
 
 #include "lc_clock.bpf.h"
 #include "lc_place.bpf.h"
+
+/* rt_takeover.bpf.h's lazy evacuation holds only while there is no BE */
+static __always_inline bool rt_evacuate_anyway(void)
+{
+	return be_seen;
+}
 
 
 /*
@@ -386,6 +394,8 @@ void BPF_STRUCT_OPS(schedbe_dispatch, s32 cpu, struct task_struct *prev)
 		if (be)
 			bpf_cpumask_set_cpu(cpu, be);
 	}
+	/* no LC here: one left behind an RT burst elsewhere comes here now */
+	rt_rescue_before_idle(cpu);
 }
 
 void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)

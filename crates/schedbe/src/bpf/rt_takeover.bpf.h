@@ -12,6 +12,18 @@
  * (evacuate_from_tp). On v7.1+ a CPU's tick also rescues tasks that landed in
  * another CPU's local queue just after an RT task took it (rescue_stranded).
  *
+ * With RT_LAZY_EVACUATION defined to 1 by the includer (SCHED_BE, which then
+ * defines rt_evacuate_anyway()) and the tick's rescue available, the
+ * sched_switch program evacuates at once only when some CPU is idle, which
+ * then takes the task straight away, or the includer says so. With every
+ * CPU busy the task stays where it is: most RT bursts (an RT client's
+ * send, a kernel thread) last tens of microseconds, and sending the
+ * preempted task away costs an IRQ-work interrupt and a migration each time
+ * (docs/overhead.md, 2026-12-02); busy CPUs tick, so a longer burst is
+ * rescued by rescue_stranded() after SCHEDBE_RT_STRAND_NS, and a CPU that
+ * runs out of work rescues it at once (rt_rescue_before_idle(), from the
+ * policy's ops.dispatch).
+ *
  * The includer defines STAT_ADD(field, v) over its per-CPU counters (with
  * rt_evacuations and rt_rescues) and the rodata flag evacuate_from_tp;
  * userspace chooses the path (rt_takeover.rs).
@@ -19,10 +31,14 @@
 #ifndef __SCHEDBE_RT_TAKEOVER_BPF_H
 #define __SCHEDBE_RT_TAKEOVER_BPF_H
 
+#ifndef RT_LAZY_EVACUATION
+#define RT_LAZY_EVACUATION 0
+#endif
+
 /* Is a task stranded in a foreign local queue rescued here (v7.1+, tracepoint path)? */
 static __always_inline bool rescue_available(void)
 {
-	/* the tracepoint path tracks rt_since; v7.1's kfunc empties a foreign local queue */
+	/* the tracepoint path tracks rt_cpus; v7.1's kfunc empties a foreign local queue */
 	return evacuate_from_tp && __COMPAT_has_generic_reenq();
 }
 
@@ -31,15 +47,46 @@ static __always_inline bool rescue_available(void)
 /* An RT/DL task that has held a CPU this long is not about to leave it. */
 #define SCHEDBE_RT_STRAND_NS	(1000ULL * 1000)
 
-/* CPU -> since when an RT/DL task runs there (0: none); tracepoint path only. */
+/* What a CPU runs, as the sched_switch program saw it last; tracepoint path only. */
+struct rt_cpu {
+	u64 since;	/* since when an RT/DL task runs there (0: none) */
+	bool idle;	/* it runs its idle task */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SCHEDBE_MAX_CPUS);
 	__type(key, u32);
-	__type(value, u64);
-} rt_since SEC(".maps");
+	__type(value, struct rt_cpu);
+} rt_cpus SEC(".maps");
 
-static s32 nr_rt_cpus;	/* CPUs with rt_since set */
+static s32 nr_rt_cpus;		/* CPUs with since set */
+static s32 nr_idle_cpus;	/* CPUs with idle set (a CPU idle since before the attach is missed until it next idles) */
+
+#if RT_LAZY_EVACUATION
+/*
+ * The includer's: must a takeover evacuate at once anyway? SCHED_BE: once
+ * any task was BE, since a task left behind the RT burst while another CPU
+ * runs BE would be LC waiting below BE; evacuated, it preempts that BE.
+ */
+static __always_inline bool rt_evacuate_anyway(void);
+#endif
+
+/*
+ * Send a local queue away as an RT/DL task takes its CPU (see the header)?
+ * "Some CPU is idle" is this program's own count, not the kernel's idle
+ * cpumask: scx_bpf_get_idle_cpumask() from a tracepoint aborts the scheduler
+ * while built-in idle tracking is off (as the scheduler is enabled or
+ * disabled), as CI saw on 2026-12-02 (reverted in cf952a9).
+ */
+static __always_inline bool evacuate_now(void)
+{
+#if RT_LAZY_EVACUATION
+	return !rescue_available() || rt_evacuate_anyway() || nr_idle_cpus > 0;
+#else
+	return true;
+#endif
+}
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
@@ -47,15 +94,21 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 {
 	u32 cpu = bpf_get_smp_processor_id();
 	bool rt = next->prio < SCHEDBE_MAX_RT_PRIO;
-	u64 *since;
+	bool idle = next->pid == 0;	/* the idle task, pid 0 on every CPU */
+	struct rt_cpu *c;
 
-	if (!evacuate_from_tp || !(since = bpf_map_lookup_elem(&rt_since, &cpu)))
+	if (!evacuate_from_tp || !(c = bpf_map_lookup_elem(&rt_cpus, &cpu)))
 		return 0;
-	if (rt != (*since != 0)) {
-		*since = rt ? bpf_ktime_get_ns() : 0;
+	if (rt != (c->since != 0)) {
+		c->since = rt ? bpf_ktime_get_ns() : 0;
 		__sync_fetch_and_add(&nr_rt_cpus, rt ? 1 : -1);
 	}
-	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
+	/* written only on a change: the count's line is shared by every CPU */
+	if (RT_LAZY_EVACUATION && idle != c->idle) {
+		c->idle = idle;
+		__sync_fetch_and_add(&nr_idle_cpus, idle ? 1 : -1);
+	}
+	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now() &&
 	    !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_evacuations, 1);
 	return 0;
@@ -70,9 +123,9 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
  * queue can be re-enqueued only with the generic kfunc of v7.1+; before, the
  * task waits until the RT task leaves (or the kernel's own server runs it).
  */
-static void rescue_stranded(u32 self, u64 now)
+static void rescue_held_for(u32 self, u64 now, u64 min_ns)
 {
-	u64 *since;
+	struct rt_cpu *c;
 	u32 i;
 
 	if (nr_rt_cpus <= 0 || !rescue_available())
@@ -80,14 +133,31 @@ static void rescue_stranded(u32 self, u64 now)
 	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
 		if (i == self || i >= SCHEDBE_MAX_CPUS)
 			continue;
-		since = bpf_map_lookup_elem(&rt_since, &i);
-		if (!since || !*since || now - *since < SCHEDBE_RT_STRAND_NS)
+		c = bpf_map_lookup_elem(&rt_cpus, &i);
+		if (!c || !c->since || (min_ns && now - c->since < min_ns))
 			continue;
 		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i)) {
 			scx_bpf_dsq_reenq(SCX_DSQ_LOCAL_ON | i, 0);
 			STAT_ADD(rt_rescues, 1);
 		}
 	}
+}
+
+static __always_inline void rescue_stranded(u32 self, u64 now)
+{
+	rescue_held_for(self, now, SCHEDBE_RT_STRAND_NS);
+}
+
+/*
+ * Lazy evacuation (RT_LAZY_EVACUATION): this CPU found nothing to run and
+ * is about to go idle, where it would not tick; a task left in the local
+ * queue of a CPU an RT/DL task holds is sent back now, whatever the burst's
+ * length so far, and lands here through ops.enqueue's idle pick.
+ */
+static __always_inline void rt_rescue_before_idle(u32 self)
+{
+	if (RT_LAZY_EVACUATION && nr_rt_cpus > 0)
+		rescue_held_for(self, 0, 0);
 }
 
 /*
@@ -99,12 +169,12 @@ static void rescue_stranded(u32 self, u64 now)
 static __always_inline bool rt_holds(s32 cpu)
 {
 	u32 key = cpu;
-	u64 *since;
+	struct rt_cpu *c;
 
 	if (nr_rt_cpus <= 0)	/* the common case: no lookup */
 		return false;
-	since = bpf_map_lookup_elem(&rt_since, &key);
-	return since && *since;
+	c = bpf_map_lookup_elem(&rt_cpus, &key);
+	return c && c->since;
 }
 
 /* ops.cpu_release (kernels before v6.19): an RT/DL task took this CPU. */
