@@ -17,7 +17,7 @@
 # untouched by the host's load, so small differences in cost show. It models no
 # parallelism (N busy vCPUs share one timeline, each at 1/N speed) and every
 # instruction costs the same, cache misses and atomics included: a cost measure,
-# not a latency one (docs/overhead.md, "2026-11-29: the instruction clock"). Sets
+# not a latency one (docs/overhead-log-5.md, "2026-11-29: the instruction clock"). Sets
 # SCHEDBE_VM_ICOUNT=1 in the guest (benchmarks note it in their reports).
 #
 # Exit status: CMD's. When the guest console shows a kernel error (BUG:, WARNING:,

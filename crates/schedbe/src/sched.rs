@@ -108,6 +108,7 @@ impl<'a> Scheduler<'a> {
             skel.progs.schedbe_cpu_release.set_autoload(false);
         } else {
             skel.progs.schedbe_sched_switch.set_autoload(false);
+            skel.progs.schedbe_rt_strand_tick.set_autoload(false);
         }
         rt_takeover::log_path(from_tp);
 

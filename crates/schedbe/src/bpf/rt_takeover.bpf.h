@@ -13,16 +13,19 @@
  * another CPU's local queue just after an RT task took it (rescue_stranded).
  *
  * With RT_LAZY_EVACUATION defined to 1 by the includer (SCHED_BE, which then
- * defines rt_evacuate_anyway()) and the tick's rescue available, the
- * sched_switch program evacuates at once only when some CPU is idle, which
- * then takes the task straight away, or the includer says so. With every
- * CPU busy the task stays where it is: most RT bursts (an RT client's
- * send, a kernel thread) last tens of microseconds, and sending the
- * preempted task away costs an IRQ-work interrupt and a migration each time
- * (docs/overhead.md, 2026-12-02); busy CPUs tick, so a longer burst is
- * rescued by rescue_stranded() after SCHEDBE_RT_STRAND_NS, and a CPU that
- * runs out of work rescues it at once (rt_rescue_before_idle(), from the
- * policy's ops.dispatch).
+ * defines rt_evacuate_anyway()) and the tick's rescue available, a takeover
+ * leaves the preempted task where it is unless the includer says otherwise
+ * or some CPU is idle and the RT/DL task's last burst was long (at least
+ * SCHEDBE_RT_LONG_NS). Most RT bursts (an RT client's send, a kernel
+ * thread) last tens of microseconds, and sending the preempted task away
+ * costs two IRQ-work interrupts (the deferred re-enqueue, then ops.enqueue's
+ * kick of the idle CPU), a wake-up IPI and a migration each time
+ * (docs/overhead.md, "2026-12-02 (third)"). A burst that lasts anyway is cut short
+ * for what waits behind it after SCHEDBE_RT_STRAND_NS: by the tick of any
+ * busy CPU (rescue_stranded()), by the RT CPU's own timer interrupts
+ * (schedbe_rt_strand_tick, for when every other CPU is idle and does not
+ * tick), and at once by a CPU that runs out of work (rt_rescue_before_idle(),
+ * from the policy's ops.dispatch).
  *
  * The includer defines STAT_ADD(field, v) over its per-CPU counters (with
  * rt_evacuations and rt_rescues) and the rodata flag evacuate_from_tp;
@@ -46,6 +49,13 @@ static __always_inline bool rescue_available(void)
 #define SCHEDBE_MAX_RT_PRIO	100
 /* An RT/DL task that has held a CPU this long is not about to leave it. */
 #define SCHEDBE_RT_STRAND_NS	(1000ULL * 1000)
+/*
+ * Lazy evacuation: an RT/DL task whose last burst lasted this long is
+ * expected to hold the CPU long again, so what it preempts goes to an idle
+ * CPU at once. Shorter, waiting costs less than moving (under emulation a
+ * migration to an idle CPU costs a few hundred microseconds itself).
+ */
+#define SCHEDBE_RT_LONG_NS	(250ULL * 1000)
 
 /* What a CPU runs, as the sched_switch program saw it last; tracepoint path only. */
 struct rt_cpu {
@@ -65,6 +75,35 @@ static s32 nr_idle_cpus;	/* CPUs with idle set (a CPU idle since before the atta
 
 #if RT_LAZY_EVACUATION
 /*
+ * The length of the last burst (an RT/DL span of a CPU) that ended with
+ * this task, kept only for tasks that had a long one: no entry, no lookup
+ * cost at the next start beyond the miss, and a short guess.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, u64);
+} rt_last_burst SEC(".maps");
+
+/* @p ends a CPU's RT/DL span of @span_ns: remember it for its next takeover */
+static __always_inline void rt_burst_ended(struct task_struct *p, u64 span_ns)
+{
+	bool is_long = span_ns >= SCHEDBE_RT_LONG_NS;
+	u64 *last = bpf_task_storage_get(&rt_last_burst, p, 0, is_long ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+
+	if (last)
+		*last = span_ns;
+}
+
+static __always_inline bool rt_burst_long(struct task_struct *p)
+{
+	u64 *last = bpf_task_storage_get(&rt_last_burst, p, 0, 0);
+
+	return last && *last >= SCHEDBE_RT_LONG_NS;
+}
+
+/*
  * The includer's: must a takeover evacuate at once anyway? SCHED_BE: once
  * any task was BE, since a task left behind the RT burst while another CPU
  * runs BE would be LC waiting below BE; evacuated, it preempts that BE.
@@ -73,16 +112,16 @@ static __always_inline bool rt_evacuate_anyway(void);
 #endif
 
 /*
- * Send a local queue away as an RT/DL task takes its CPU (see the header)?
- * "Some CPU is idle" is this program's own count, not the kernel's idle
- * cpumask: scx_bpf_get_idle_cpumask() from a tracepoint aborts the scheduler
- * while built-in idle tracking is off (as the scheduler is enabled or
- * disabled), as CI saw on 2026-12-02 (reverted in cf952a9).
+ * Send a local queue away as @next, an RT/DL task, takes its CPU (see the
+ * header)? "Some CPU is idle" is this program's own count, not the kernel's
+ * idle cpumask: scx_bpf_get_idle_cpumask() from a tracepoint aborts the
+ * scheduler while built-in idle tracking is off (as the scheduler is
+ * enabled or disabled), as CI saw on 2026-12-02 (reverted in cf952a9).
  */
-static __always_inline bool evacuate_now(void)
+static __always_inline bool evacuate_now(struct task_struct *next)
 {
 #if RT_LAZY_EVACUATION
-	return !rescue_available() || rt_evacuate_anyway() || nr_idle_cpus > 0;
+	return !rescue_available() || rt_evacuate_anyway() || (nr_idle_cpus > 0 && rt_burst_long(next));
 #else
 	return true;
 #endif
@@ -100,7 +139,14 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 	if (!evacuate_from_tp || !(c = bpf_map_lookup_elem(&rt_cpus, &cpu)))
 		return 0;
 	if (rt != (c->since != 0)) {
-		c->since = rt ? bpf_ktime_get_ns() : 0;
+		u64 now = bpf_ktime_get_ns();
+
+		/* the span ends with @prev, the last RT/DL task to run in it */
+#if RT_LAZY_EVACUATION
+		if (!rt)
+			rt_burst_ended(prev, now - c->since);
+#endif
+		c->since = rt ? now : 0;
 		__sync_fetch_and_add(&nr_rt_cpus, rt ? 1 : -1);
 	}
 	/* written only on a change: the count's line is shared by every CPU */
@@ -108,7 +154,7 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 		c->idle = idle;
 		__sync_fetch_and_add(&nr_idle_cpus, idle ? 1 : -1);
 	}
-	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now() &&
+	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now(next) &&
 	    !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_evacuations, 1);
 	return 0;
@@ -159,6 +205,33 @@ static __always_inline void rt_rescue_before_idle(u32 self)
 	if (RT_LAZY_EVACUATION && nr_rt_cpus > 0)
 		rescue_held_for(self, 0, 0);
 }
+
+#if RT_LAZY_EVACUATION
+/*
+ * Lazy evacuation's backstop on the RT CPU itself: at each of its timer
+ * interrupts (its tick among them), a local queue that an RT/DL task has
+ * kept waiting for over SCHEDBE_RT_STRAND_NS is sent back. The other CPUs'
+ * ticks do the same (rescue_stranded()), but an idle CPU does not tick, and
+ * the takeover evacuates at once only for a task known to hold CPUs long.
+ * No argument is read: the tracepoint's prototype is no part of this.
+ */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(schedbe_rt_strand_tick)
+{
+	u32 cpu;
+	struct rt_cpu *c;
+
+	if (nr_rt_cpus <= 0)	/* the common case: one load */
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	if (!(c = bpf_map_lookup_elem(&rt_cpus, &cpu)) || !c->since ||
+	    bpf_ktime_get_ns() - c->since < SCHEDBE_RT_STRAND_NS)
+		return 0;
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && !scx_bpf_reenqueue_local_from_anywhere())
+		STAT_ADD(rt_rescues, 1);
+	return 0;
+}
+#endif
 
 /*
  * Does an RT/DL task hold @cpu (tracepoint path; false before v6.19, where
