@@ -56,8 +56,8 @@ RT_BURST = ("import time\n"
             "    time.sleep(0.005)\n")
 # With no hogs: long bursts that each follow a short one, so that lazy
 # evacuation, which guesses a burst from the one before, guesses each long one
-# short and leaves what it preempts in place; that is then cut short by the
-# RT CPU's own timer interrupts, as the other CPUs idle.
+# short and leaves what it preempts in place, for the RT CPU's own timer
+# interrupts or an idle CPU's ops.dispatch to send back (see the test).
 RT_BURST_ALTERNATING = ("import time\n"
                         "while True:\n"
                         "    t = time.monotonic()\n"

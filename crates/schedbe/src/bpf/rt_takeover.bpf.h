@@ -160,6 +160,12 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
+/* Has an RT/DL task held the CPU of @c for @min_ns or more (0: at all) by @now? */
+static __always_inline bool rt_held_for(struct rt_cpu *c, u64 now, u64 min_ns)
+{
+	return c && c->since && (!min_ns || now - c->since >= min_ns);
+}
+
 /*
  * The evacuation above misses a task that lands in the local queue just
  * after the switch: an entry check that claimed the CPU a moment before the
@@ -180,7 +186,7 @@ static void rescue_held_for(u32 self, u64 now, u64 min_ns)
 		if (i == self || i >= SCHEDBE_MAX_CPUS)
 			continue;
 		c = bpf_map_lookup_elem(&rt_cpus, &i);
-		if (!c || !c->since || (min_ns && now - c->since < min_ns))
+		if (!rt_held_for(c, now, min_ns))
 			continue;
 		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i)) {
 			scx_bpf_dsq_reenq(SCX_DSQ_LOCAL_ON | i, 0);
@@ -224,8 +230,8 @@ int BPF_PROG(schedbe_rt_strand_tick)
 	if (nr_rt_cpus <= 0)	/* the common case: one load */
 		return 0;
 	cpu = bpf_get_smp_processor_id();
-	if (!(c = bpf_map_lookup_elem(&rt_cpus, &cpu)) || !c->since ||
-	    bpf_ktime_get_ns() - c->since < SCHEDBE_RT_STRAND_NS)
+	c = bpf_map_lookup_elem(&rt_cpus, &cpu);
+	if (!rt_held_for(c, bpf_ktime_get_ns(), SCHEDBE_RT_STRAND_NS))
 		return 0;
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_rescues, 1);
