@@ -12,6 +12,10 @@
 # Writes DIR/report.txt (flat, by symbol), DIR/callers.txt (the
 # BPF programs' callees), DIR/bpf-stats.txt and DIR/workload.out; prints the
 # report's head. DIR defaults to results/tmp/profile/<sched>.
+# cpu-clock samples are taken by a timer interrupt, so none lands in code run
+# with interrupts off: the sched_ext callbacks (under the run-queue lock) are
+# charged to where interrupts come back on, mostly finish_task_switch. Their
+# cost is bpf-stats.txt's, not the profile's.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
