@@ -20,10 +20,15 @@ fn=$(grep -oE '^(native_queued_spin_lock_slowpath|__pv_queued_spin_lock_slowpath
 [[ -n $fn ]] || { echo "lock-spin-trace.sh: no qspinlock slow path in available_filter_functions" >&2; exit 1; }
 mkdir -p "$out"
 echo "slow path: $fn" | tee "$out/fn.txt"
-poller=
+poller= old_kb=$(awk '{print $1; exit}' $T/buffer_size_kb)  # it may read "1410 (expanded: 1408)"
 cleanup() {
     [[ -n $poller ]] && kill "$poller" 2>/dev/null
-    echo 0 > $T/tracing_on; echo 0 > $T/tracing_thresh; echo nop > $T/current_tracer; echo > $T/set_ftrace_filter
+    # put back what was set below, so a later tracefs user starts from the defaults
+    # (the funcgraph options exist only while function_graph is the tracer)
+    echo 0 > $T/tracing_on; echo 0 > $T/tracing_thresh
+    echo nofuncgraph-abstime > $T/trace_options; echo nofuncgraph-proc > $T/trace_options
+    echo nop > $T/current_tracer; echo > $T/set_ftrace_filter
+    echo "$old_kb" > $T/buffer_size_kb
 }
 trap cleanup EXIT
 echo 0 > $T/tracing_on
