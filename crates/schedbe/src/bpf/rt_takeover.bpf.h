@@ -20,7 +20,7 @@
  * thread) last tens of microseconds, and sending the preempted task away
  * costs two IRQ-work interrupts (the deferred re-enqueue, then ops.enqueue's
  * kick of the idle CPU), a wake-up IPI and a migration each time
- * (docs/overhead.md, "2026-12-02 (third)"). A burst that lasts anyway is cut short
+ * (docs/overhead-log-6.md, "2026-12-02 (third)"). A burst that lasts anyway is cut short
  * for what waits behind it after SCHEDBE_RT_STRAND_NS: by the tick of any
  * busy CPU (rescue_stranded()), by the RT CPU's own timer interrupts
  * (schedbe_rt_strand_tick, for when every other CPU is idle and does not
