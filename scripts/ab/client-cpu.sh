@@ -15,12 +15,13 @@
 cd "$(dirname "$0")/../.." || exit 1
 dur=${DURATION:-10}; [[ ${TRACE:-0} != 0 ]] && dur=${DURATION:-25}
 B=${BIN:-target/release/schedbe}; P=${P:-results/tmp/clientcpu}; i=0; T=/sys/kernel/tracing
+fg_opts="funcgraph-abstime funcgraph-proc funcgraph-tail"  # the trace's format, as fgraph_oncpu.py reads it
 mkdir -p "$P"
 [[ $(id -u) == 0 ]] || { echo "client-cpu.sh: needs root (loads schedbe)" >&2; exit 1; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 trace_off() {  # back to tracefs's defaults (the funcgraph options exist only under function_graph)
   echo 0 > $T/tracing_on
-  for o in funcgraph-abstime funcgraph-proc funcgraph-tail; do echo no$o > $T/trace_options; done
+  for o in $fg_opts; do echo no$o > $T/trace_options; done
   echo nop > $T/current_tracer; echo > $T/set_ftrace_pid; echo > $T/set_event_pid
   echo 0 > $T/events/sched/sched_switch/enable
 }
@@ -34,7 +35,7 @@ trace_client() {
   echo "$1" > $T/set_ftrace_pid; echo "$1" > $T/set_event_pid
   echo function_graph > $T/current_tracer  # patching every function: ~6 s of guest time
   sleep 2
-  for o in funcgraph-abstime funcgraph-proc funcgraph-tail; do echo $o > $T/trace_options; done
+  for o in $fg_opts; do echo $o > $T/trace_options; done
   echo 1 > $T/events/sched/sched_switch/enable
   local t0; t0=$(cut -d" " -f1 /proc/uptime)
   echo 1 > $T/tracing_on; sleep "$TRACE"; echo 0 > $T/tracing_on

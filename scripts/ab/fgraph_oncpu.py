@@ -75,7 +75,7 @@ def summarise(path):
             d = float(dur.split()[0]) if dur else None
             lf = LEAF.match(body)
             if lf and d is not None:
-                name, oncpu = lf.group(1), d
+                name, oncpu, child_us = lf.group(1), d, 0.0
             else:
                 c = CLOSE.match(body)
                 if not c or d is None:
@@ -87,18 +87,9 @@ def summarise(path):
                     stack = []
                     continue
                 fr = stack.pop()
-                oncpu = max(0.0, d - (off_us - fr.off_at_entry))
-                excl[name] += max(0.0, oncpu - fr.child_us)
-                if all(f.name != name for f in stack):
-                    incl[name] += oncpu
-                calls[name] += 1
-                if stack:
-                    stack[-1].child_us += oncpu
-                else:
-                    root[name] += oncpu
-                    root_calls[name] += 1
-                continue
-            excl[name] += oncpu
+                oncpu, child_us = max(0.0, d - (off_us - fr.off_at_entry)), fr.child_us
+            # one finished call (a leaf, or a close with its children's time in child_us)
+            excl[name] += max(0.0, oncpu - child_us)
             if all(f.name != name for f in stack):
                 incl[name] += oncpu
             calls[name] += 1
