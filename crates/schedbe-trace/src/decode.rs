@@ -12,6 +12,7 @@ const TEV_MIGRATE: u32 = sbt_event_type_TEV_MIGRATE;
 const TEV_INIT_CURR: u32 = sbt_event_type_TEV_INIT_CURR;
 const TEV_INIT_RUNNABLE: u32 = sbt_event_type_TEV_INIT_RUNNABLE;
 const TEV_TIMER: u32 = sbt_event_type_TEV_TIMER;
+const TEV_ABSENT: u32 = sbt_event_type_TEV_ABSENT;
 const TT_LC: u32 = sbt_tier_TT_LC;
 const TT_BE: u32 = sbt_tier_TT_BE;
 const TT_OTHER: u32 = sbt_tier_TT_OTHER;
@@ -92,6 +93,7 @@ pub fn decode_event(data: &[u8]) -> Option<Event> {
             late_ns: aux as u64,
             cgroup: cgid,
         },
+        TEV_ABSENT => EventKind::Absent { ns: aux as u64 },
         _ => return None,
     };
     Some(Event { ts, cpu, kind })
@@ -231,6 +233,17 @@ mod tests {
                 cgroup: 77
             }
         );
+    }
+
+    #[test]
+    fn decode_absent() {
+        let mut e = blank();
+        e.type_ = sbt_event_type_TEV_ABSENT as u8;
+        e.cpu = 3;
+        e.pid = 9;
+        e.aux = 40_000_000;
+        let ev = decode_event(&raw(&e, 0)).unwrap();
+        assert_eq!((ev.cpu, ev.kind), (3, EventKind::Absent { ns: 40_000_000 }));
     }
 
     #[test]

@@ -219,6 +219,10 @@ pub struct TraceReport {
     /// `cgroups.*.periods` series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub period_ns: Option<u64>,
+    /// The tick CPU absence was judged by (`CpuStats::absent_ns`; null: not
+    /// traced, `warnings` says why).
+    #[serde(default)]
+    pub absence_tick_ns: Option<u64>,
     /// Per `--cgroup`, keyed by the path as given (absent without `--cgroup`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cgroups: BTreeMap<String, CgroupReport>,
@@ -270,6 +274,13 @@ impl TraceReport {
             pct(t.other_ns),
             pct(t.idle_ns),
         );
+        if t.absences > 0 {
+            s.push_str(&format!(
+                "; CPUs absent {:.1} ms in {} intervals",
+                t.absent_ns as f64 / 1e6,
+                t.absences
+            ));
+        }
         if self.dropped_events > 0 {
             s.push_str(&format!(
                 " [UNRELIABLE: {} events dropped]",
@@ -377,6 +388,7 @@ mod tests {
             lc_wait_us: WaitSummary::default(),
             tasks: None,
             period_ns: None,
+            absence_tick_ns: None,
             cgroups: BTreeMap::new(),
             timeline: None,
             lc_waits_open_at_end: 0,

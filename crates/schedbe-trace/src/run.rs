@@ -21,7 +21,9 @@ use crate::bpf::{bump_memlock, comm_of, sync_be_cgroups, RINGBUF_BYTES};
 use crate::decode::decode_event;
 use crate::replay::{Event, EventKind, Replay, ReplayConfig};
 use crate::report::{GraceRow, PerCpu, TaskRow, TimelineReport, TraceDiagnostics, TraceReport};
-use crate::sys::{cgroup2_root, check_privileges, kallsyms_addr, monotonic_ns, parse_cpu_list};
+use crate::sys::{
+    cgroup2_root, check_privileges, kallsyms_addr, kallsyms_has, monotonic_ns, nohz_full_cpus, parse_cpu_list, tick_ns,
+};
 use crate::timeline;
 
 /// How often userspace drains the ring buffer.
@@ -31,7 +33,11 @@ const RESCAN_NS: u64 = 100_000_000;
 /// Events from different CPUs reach the ring buffer slightly out of
 /// timestamp order (the gap between reading the clock and reserving the
 /// record: nanoseconds to microseconds); hold them this long to sort them.
-const REORDER_NS: u64 = 10_000_000;
+/// A CPU absence is reported at its end and sorted in at its start, so this
+/// is also the longest absence counted whole (host stalls of a vCPU seen in
+/// CI: up to ~40 ms). The replay holds this much of the trace in memory:
+/// ~10 MB at a million events a second.
+const REORDER_NS: u64 = 100_000_000;
 /// Grace periods the report also gives the total inversion for: how much of
 /// it comes from waits of a few hundred microseconds (the time a preemption
 /// takes to land) and how much from long ones (a policy letting BE run).
@@ -40,6 +46,23 @@ pub const SENSITIVITY_GRACES_US: [u64; 5] = [0, 200, 500, 1000, 10_000];
 const STOP_TAIL_NS: u64 = 2 * REORDER_NS;
 /// The window opens at least this long after the snapshot completes.
 const SNAPSHOT_MARGIN_NS: u64 = 1_000_000;
+
+/// The tick length the BPF side judges CPU absence by (trace.bpf.c,
+/// tr_tick); None, with a warning saying why, when it cannot be judged.
+fn absence_tick_ns(warnings: &mut Vec<String>) -> Option<u64> {
+    let why = if !kallsyms_has("sched_tick") {
+        "sched_tick is not in /proc/kallsyms".to_string()
+    } else if !nohz_full_cpus().is_empty() {
+        "nohz_full CPUs stop their tick while busy".to_string()
+    } else {
+        match tick_ns() {
+            Ok(t) => return Some(t),
+            Err(e) => format!("{e:#}"),
+        }
+    };
+    warnings.push(format!("CPU absence is not traced ({why}): absent_ns stays 0"));
+    None
+}
 
 /// Load the tracer, record one window, replay it and return the report.
 pub fn run(args: &TraceArgs) -> Result<TraceReport> {
@@ -73,6 +96,8 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         warnings.push("hrtimer_wakeup is not in /proc/kallsyms (or its address is hidden): no timer_latency".into());
     }
 
+    let absence_tick = absence_tick_ns(&mut warnings);
+
     bump_memlock();
     let mut storage = MaybeUninit::uninit();
     let mut open = TraceSkelBuilder::default()
@@ -88,6 +113,10 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         ro.record_comm = args.per_task || args.timeline.is_some();
         ro.record_cgroup = watch.is_some();
         ro.hrtimer_wakeup_fn = hrtimer_wakeup.unwrap_or(0);
+        ro.tick_ns = absence_tick.unwrap_or(0);
+    }
+    if absence_tick.is_none() {
+        open.progs.tr_tick.set_autoload(false);
     }
     open.maps
         .events
@@ -136,6 +165,9 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
                 .attach()
                 .context("attaching to the hrtimer_expire_entry tracepoint failed")?,
         );
+    }
+    if absence_tick.is_some() {
+        links.push(skel.progs.tr_tick.attach().context("attaching to sched_tick (fentry) failed")?);
     }
 
     let pending: Rc<RefCell<Vec<Event>>> = Rc::default();
@@ -292,6 +324,13 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
             REORDER_NS / 1_000_000
         ));
     }
+    if res.diag.absences_cut > 0 {
+        warnings.push(format!(
+            "{} CPU absences began more than the {} ms reorder window before they ended: counted from its start only",
+            res.diag.absences_cut,
+            REORDER_NS / 1_000_000
+        ));
+    }
     let expected = duration_ns as u128 * online.len() as u128;
     if expected > 0 && (t.cpu_ns as u128) * 100 < expected * 99 {
         warnings.push(format!(
@@ -412,6 +451,7 @@ pub fn run(args: &TraceArgs) -> Result<TraceReport> {
         lc_wait_us: res.lc_wait,
         tasks,
         period_ns: checked.period_ns,
+        absence_tick_ns: absence_tick,
         cgroups: watch.as_ref().map(|w| w.report(&res.cgroups)).unwrap_or_default(),
         timeline,
         lc_waits_open_at_end: res.lc_waits_open_at_end,

@@ -65,10 +65,6 @@ pub(crate) fn check_privileges() -> Result<()> {
     bail!("schedbe trace needs root (CAP_BPF/CAP_PERFMON)")
 }
 
-/// Where the cgroup v2 hierarchy is mounted: [`CGROUP_ROOT`] on unified
-/// hosts, elsewhere (e.g. /sys/fs/cgroup/unified) on hybrid v1/v2 hosts. The
-/// BPF side matches the task's v2 cgroup (cgroups->dfl_cgrp), so patterns
-/// must be resolved in that hierarchy.
 /// Address of kernel text symbol `name` in /proc/kallsyms; None when it is
 /// absent or its address is hidden (kptr_restrict shows zeros).
 pub fn kallsyms_addr(name: &str) -> Option<u64> {
@@ -88,6 +84,46 @@ fn kallsyms_find(text: &str, name: &str) -> Option<u64> {
     })
 }
 
+/// Is `name` a text symbol of the kernel itself (its address may be hidden)?
+pub fn kallsyms_has(name: &str) -> bool {
+    std::fs::read_to_string("/proc/kallsyms").is_ok_and(|t| kallsyms_names(&t, name))
+}
+
+fn kallsyms_names(text: &str, name: &str) -> bool {
+    text.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() == 3 && f[2] == name && f[1].eq_ignore_ascii_case("t")
+    })
+}
+
+/// The running kernel's tick length, 1e9 / CONFIG_HZ ns, from
+/// /boot/config-<release> (the file libbpf reads too).
+pub fn tick_ns() -> Result<u64> {
+    let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").context("cannot read the kernel release")?;
+    let path = format!("/boot/config-{}", rel.trim());
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    config_tick_ns(&text).with_context(|| format!("no valid CONFIG_HZ in {path}"))
+}
+
+fn config_tick_ns(config: &str) -> Option<u64> {
+    let hz: u64 = config.lines().find_map(|l| l.strip_prefix("CONFIG_HZ="))?.trim().parse().ok()?;
+    (hz > 0).then(|| 1_000_000_000 / hz)
+}
+
+/// CPUs in nohz_full mode (their tick stops while one task runs); empty
+/// when there are none or the kernel does not say.
+pub fn nohz_full_cpus() -> Vec<u32> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/nohz_full").unwrap_or_default();
+    match s.trim() {
+        "" | "(null)" => Vec::new(),
+        list => parse_cpu_list(list).unwrap_or_default(),
+    }
+}
+
+/// Where the cgroup v2 hierarchy is mounted: [`CGROUP_ROOT`] on unified
+/// hosts, elsewhere (e.g. /sys/fs/cgroup/unified) on hybrid v1/v2 hosts. The
+/// BPF side matches the task's v2 cgroup (cgroups->dfl_cgrp), so patterns
+/// must be resolved in that hierarchy.
 pub fn cgroup2_root() -> Option<PathBuf> {
     if schedbe_cgroup::cgroup2_mounted() {
         return Some(PathBuf::from(CGROUP_ROOT));
@@ -156,6 +192,18 @@ mod tests {
         assert_eq!(kallsyms_find(hidden, "hrtimer_wakeup"), None, "kptr_restrict");
         let module = "ffffffffc0001000 t hrtimer_wakeup [mod]\n";
         assert_eq!(kallsyms_find(module, "hrtimer_wakeup"), None);
+    }
+
+    #[test]
+    fn kallsyms_names_and_hz() {
+        let t = "0000000000000000 T sched_tick\nffffffffc0001000 t other [mod]\n";
+        assert!(kallsyms_names(t, "sched_tick"), "a hidden address still names the symbol");
+        assert!(!kallsyms_names(t, "other"), "a module's");
+        assert!(!kallsyms_names(t, "sched"));
+        assert_eq!(config_tick_ns("# x\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n"), Some(4_000_000));
+        assert_eq!(config_tick_ns("CONFIG_HZ=1000"), Some(1_000_000));
+        assert_eq!(config_tick_ns("CONFIG_HZ=0\n"), None);
+        assert_eq!(config_tick_ns("CONFIG_HZ_250=y\n"), None);
     }
 
     #[test]

@@ -34,6 +34,17 @@
  *                      soft expiry). That part of a sleeper's latency comes
  *                      before the wakeup: the timer interrupt's, not the
  *                      scheduler's.
+ *   sched_tick         with tick_ns set, a busy CPU's tick that comes more
+ *                      than two ticks after the CPU's last tick or switch:
+ *                      the CPU executed nothing in between (a host that did
+ *                      not run this vCPU; or interrupts off that long), so
+ *                      from one tick after that last event to now it was
+ *                      *absent* (TEV_ABSENT, aux = how long). A busy CPU
+ *                      ticks every tick_ns unless nohz_full, where the
+ *                      tracer does not set tick_ns; an idle one may stop
+ *                      ticking (NOHZ), so ticks finding the idle task are
+ *                      not judged. A switch needs the CPU too, so it counts
+ *                      as a sign of life.
  *   task iterator      a one-shot snapshot at start (the task on each CPU and
  *                      queued-but-not-running tasks, with their cgroup ids
  *                      under --cgroup) so the window does not start blind: tasks
@@ -82,6 +93,8 @@ const volatile bool record_comm;	/* --per-task: keep pid -> comm in comms */
 const volatile bool record_cgroup;	/* --cgroup: fill sbt_event.cgid */
 /* Address of hrtimer_wakeup (from kallsyms; 0: sleep timers not traced). */
 const volatile u64 hrtimer_wakeup_fn;
+/* 1e9 / CONFIG_HZ (0: CPU absence not traced). */
+const volatile u64 tick_ns;
 
 /* Flipped by userspace once every program is attached, so all start together. */
 volatile u32 tracing_on;
@@ -101,6 +114,14 @@ struct {
 	__type(key, u32);
 	__type(value, struct sbt_comm);
 } comms SEC(".maps");
+
+/* Per CPU: when it last ticked or switched (CPU absence, tr_tick()). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} last_alive SEC(".maps");
 
 /* Kernels that keep the cpu in task_struct instead of thread_info. */
 struct task_struct___cpu {
@@ -210,6 +231,23 @@ static __always_inline void note_comm(struct task_struct *p)
 	bpf_map_update_elem(&comms, &pid, &c, BPF_ANY);
 }
 
+/* This CPU executes now (only switches and ticks say so; see tr_tick()). */
+static __always_inline u64 note_alive(void)
+{
+	u32 zero = 0;
+	u64 *last, prev = 0, now;
+
+	if (!tick_ns)
+		return 0;
+	last = bpf_map_lookup_elem(&last_alive, &zero);
+	if (!last)
+		return 0;
+	now = bpf_ktime_get_ns();
+	prev = *last;
+	*last = now;
+	return prev;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tr_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
@@ -218,6 +256,7 @@ int BPF_PROG(tr_switch, bool preempt, struct task_struct *prev,
 
 	if (!tracing_on)
 		return 0;
+	note_alive();
 	e = reserve(TEV_SWITCH);
 	if (!e)
 		return 0;
@@ -347,6 +386,40 @@ int tr_timer(struct bpf_raw_tracepoint_args *ctx)
 	e->aux = late <= 0 ? 0 : (u64)late > U32_MAX_NS ? (u32)U32_MAX_NS : (u32)late;
 	/* task_cgid() needs a typed pointer; here p is a plain address */
 	e->cgid = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	submit(e);
+	return 0;
+}
+
+/*
+ * The scheduler tick of this CPU. No switch happened since the CPU's last
+ * tick or switch (a switch would have moved last_alive), so the task running
+ * now ran throughout. If it is not the idle task, the tick was due one
+ * tick_ns after that last event, and a gap of more than two ticks means the
+ * CPU took no interrupt meanwhile: counted absent from the missed tick on.
+ * The replay then does not count that time as the task's (CPU budgets).
+ */
+SEC("fentry/sched_tick")
+int BPF_PROG(tr_tick)
+{
+	struct task_struct *curr;
+	struct sbt_event *e;
+	u64 prev, now, gap;
+
+	if (!tracing_on || !tick_ns)
+		return 0;
+	prev = note_alive();
+	now = bpf_ktime_get_ns();
+	if (!prev || now - prev <= 2 * tick_ns)
+		return 0;
+	curr = bpf_get_current_task_btf();
+	if (!curr->pid)
+		return 0;
+	gap = now - prev - tick_ns;
+	e = reserve(TEV_ABSENT);
+	if (!e)
+		return 0;
+	e->pid = curr->pid;
+	e->aux = gap > U32_MAX_NS ? (u32)U32_MAX_NS : (u32)gap;
 	submit(e);
 	return 0;
 }

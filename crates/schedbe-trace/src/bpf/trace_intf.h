@@ -27,6 +27,7 @@ enum sbt_event_type {
 	TEV_INIT_CURR		= 6,	/* snapshot: pid is rq->curr of cpu aux */
 	TEV_INIT_RUNNABLE	= 7,	/* snapshot: pid is queued, not running, on cpu aux */
 	TEV_TIMER		= 8,	/* pid's sleep timer fired, aux = its lateness in ns (capped) */
+	TEV_ABSENT		= 9,	/* cpu ran nothing for aux ns before ts (capped): see trace.bpf.c */
 };
 
 enum sbt_tier {
@@ -52,7 +53,7 @@ struct sbt_event {
 	unsigned char		prev_tier;	/* SWITCH: tier of prev (only when runnable) */
 	unsigned char		flags;		/* enum sbt_event_flags */
 	unsigned int		nr_words;	/* mask words present in mask[] */
-	unsigned int		aux;		/* MIGRATE: dest cpu; wakeups, INIT_*: task_cpu(); TIMER: ns late, <= 2^32 - 1 */
+	unsigned int		aux;		/* MIGRATE: dest cpu; wakeups, INIT_*: task_cpu(); TIMER: ns late; ABSENT: ns; <= 2^32 - 1 */
 	/*
 	 * cgroup v2 id (kernfs node id == directory inode) of pid, recorded only
 	 * with record_cgroup (--cgroup) and only for SWITCH (next), WAKING,

@@ -38,6 +38,8 @@ use super::{CgroupStats, PeriodStats, Pid, Replay, ReplayConfig, SegmentEnd, Tie
 struct Group {
     /// CPUs whose occupant is in this cgroup, now.
     running: u32,
+    /// Of those, the absent ones (not running it for the budget check).
+    absent: u32,
     /// Its tasks waiting for a CPU, now.
     waiting: u32,
     /// `time_at` is settled up to here.
@@ -139,6 +141,13 @@ impl Cgroups {
         self.count(old, new, now, |g| &mut g.running);
     }
 
+    /// A CPU whose occupant is in `set` becomes absent (`up`) or present
+    /// again at `now`.
+    pub(super) fn absent(&mut self, set: CgroupSet, up: bool, now: u64) {
+        let (old, new) = if up { (0, set) } else { (set, 0) };
+        self.count(old, new, now, |g| &mut g.absent);
+    }
+
     /// Task `pid`, waiting since `since`, waited in `old` and now waits in
     /// `new` at `now` (0: it starts or stops waiting).
     pub(super) fn wait_change(&mut self, (pid, since): (Pid, u64), old: CgroupSet, new: CgroupSet, now: u64) {
@@ -171,7 +180,7 @@ impl Cgroups {
             self.reservation.refresh(g, gr.running, gr.waiting, now);
         }
         if self.budget.active() {
-            self.budget.set_running(g, gr.running, now);
+            self.budget.set_running(g, gr.running.saturating_sub(gr.absent), now);
         }
     }
 
@@ -272,7 +281,15 @@ impl Replay {
         let old = self.cpus[c].occ.map_or(0, |o| o.cgroups);
         let new = occ.map_or(0, |o| o.cgroups);
         if old != new {
+            // an absent CPU switches only when its absence began late (cut)
+            let absent = self.cpus[c].absent_since.is_some();
+            if absent {
+                self.cgroups.absent(old, false, now);
+            }
             self.cgroups.change(old, new, now);
+            if absent {
+                self.cgroups.absent(new, true, now);
+            }
         }
         self.cpus[c].occ = occ;
     }

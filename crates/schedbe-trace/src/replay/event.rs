@@ -123,6 +123,13 @@ pub enum EventKind {
         late_ns: u64,
         cgroup: u64,
     },
+    /// `Event::cpu` executed nothing for the `ns` before this event (its
+    /// tick came late on a busy CPU: the host did not run the vCPU, or
+    /// interrupts were off); no switch happened on it meanwhile.
+    /// [`super::Replay::push`] queues the [`EventKind::AbsentBegin`] too.
+    Absent { ns: u64 },
+    /// The start of an absence, `ns` before its [`EventKind::Absent`].
+    AbsentBegin,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,7 +153,11 @@ impl Event {
             EventKind::Waking(w) | EventKind::WakeupNew(w) | EventKind::InitRunnable(w) => {
                 Some(w.cgroup)
             }
-            EventKind::Wakeup { .. } | EventKind::Migrate { .. } | EventKind::InitDone => None,
+            EventKind::Wakeup { .. }
+            | EventKind::Migrate { .. }
+            | EventKind::InitDone
+            | EventKind::Absent { .. }
+            | EventKind::AbsentBegin => None,
         }
         .filter(|&id| id != 0)
     }

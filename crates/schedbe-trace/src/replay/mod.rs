@@ -54,6 +54,12 @@
 //! With `timeline`, every interval a task occupied a CPU is also kept as a
 //! [`Segment`].
 //!
+//! A CPU is **absent** from an [`EventKind::AbsentBegin`] to its
+//! [`EventKind::Absent`]: busy but executing nothing (see `CpuStats::absent_ns`).
+//! Its occupant still holds it for every figure above except the budgets,
+//! where the occupant's cgroups do not run on it meanwhile: no scheduler can
+//! stop a task on a CPU that does not execute.
+//!
 //! Between two events the waiting set is constant, so for an interval
 //! `[a, b)` during which `c` runs BE (or idles) the inversion is
 //! `b - max(a, e)`, with `e` the earliest `since + grace` among waiting LC
@@ -203,8 +209,25 @@ impl Replay {
         }
     }
 
-    /// Feed one event, in any order within `reorder_ns`.
-    pub fn push(&mut self, mut ev: Event) {
+    /// Feed one event, in any order within `reorder_ns`. A CPU absence is
+    /// reported at its end: its start is queued here, `ns` earlier (cut to
+    /// what the reorder window still holds).
+    pub fn push(&mut self, ev: Event) {
+        if let EventKind::Absent { ns } = ev.kind {
+            let begin = ev.ts.saturating_sub(ns);
+            if begin < self.released {
+                self.diag.absences_cut += 1;
+            }
+            self.enqueue(Event {
+                ts: begin.max(self.released).min(ev.ts),
+                cpu: ev.cpu,
+                kind: EventKind::AbsentBegin,
+            });
+        }
+        self.enqueue(ev);
+    }
+
+    fn enqueue(&mut self, mut ev: Event) {
         if ev.ts < self.released {
             self.diag.late_events += 1;
             self.diag.max_lateness_ns = self.diag.max_lateness_ns.max(self.released - ev.ts);

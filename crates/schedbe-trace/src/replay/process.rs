@@ -112,6 +112,26 @@ impl Replay {
                     self.cgroups.timer(set, late_ns);
                 }
             }
+            EventKind::AbsentBegin | EventKind::Absent { .. } if cpu >= self.cpus.len() => {
+                self.diag.bad_cpu_events += 1;
+            }
+            EventKind::AbsentBegin => {
+                if self.cpus[cpu].absent_since.is_none() {
+                    self.cpus[cpu].absent_since = Some(now);
+                    let set = self.cpus[cpu].occ.map_or(0, |o| o.cgroups);
+                    self.cgroups.absent(set, true, now);
+                }
+            }
+            EventKind::Absent { .. } => {
+                if let Some(since) = self.cpus[cpu].absent_since.take() {
+                    let d = self.clip(since, now);
+                    let st = &mut self.cpus[cpu].stats;
+                    st.absent_ns += d;
+                    st.absences += u64::from(d > 0);
+                    let set = self.cpus[cpu].occ.map_or(0, |o| o.cgroups);
+                    self.cgroups.absent(set, false, now);
+                }
+            }
             EventKind::InitDone => {
                 for i in 0..self.cfg.online.len() {
                     let c = self.cfg.online[i] as usize;

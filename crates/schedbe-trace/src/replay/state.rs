@@ -20,6 +20,8 @@ pub(super) struct CpuState {
     pub(super) seg: u64,
     /// Has a sched_switch been seen here (then the snapshot is stale for it).
     pub(super) switched: bool,
+    /// Absent (executing nothing) since then, until its `EventKind::Absent`.
+    pub(super) absent_since: Option<u64>,
     pub(super) stats: CpuStats,
 }
 

@@ -30,6 +30,16 @@ pub struct CpuStats {
     pub lc_wait_ns: u64,
     /// Completed LC waits that ended (task switched in) on this CPU in the window.
     pub lc_waits: u64,
+    /// Time this CPU was absent: busy, yet it took no tick for more than
+    /// two ticks (the host did not run the vCPU, or interrupts were off),
+    /// counted from the first missed tick; part of the time above, which
+    /// the kernel charges to the task on it too. The budget check does not
+    /// count it as that task's.
+    #[serde(default)]
+    pub absent_ns: u64,
+    /// Its intervals.
+    #[serde(default)]
+    pub absences: u64,
 }
 
 impl CpuStats {
@@ -44,6 +54,8 @@ impl CpuStats {
         self.idle_while_lc_waits_ns += o.idle_while_lc_waits_ns;
         self.lc_wait_ns += o.lc_wait_ns;
         self.lc_waits += o.lc_waits;
+        self.absent_ns += o.absent_ns;
+        self.absences += o.absences;
     }
 }
 
@@ -88,6 +100,10 @@ pub struct Diagnostics {
     pub wakeups_without_waking: u64,
     /// Events naming a CPU outside the possible range.
     pub bad_cpu_events: u64,
+    /// CPU absences that began before the reorder window (counted from its
+    /// start only).
+    #[serde(default)]
+    pub absences_cut: u64,
 }
 
 /// CPU concurrency of one requested cgroup (its tasks and its descendants'),

@@ -249,3 +249,71 @@ fn the_total_sums_the_others_the_longest_spans_them() {
         (4 * MS, 3 * MS)
     );
 }
+
+/// CPU `cpu` absent for the `ns` before `ts`, as the BPF side reports it.
+fn absent(ts: u64, cpu: u32, ns: u64) -> Event {
+    Event {
+        ts,
+        cpu,
+        kind: EventKind::Absent { ns },
+    }
+}
+
+#[test]
+fn an_absent_cpu_does_not_run_its_task_for_the_budget() {
+    // X (5 ms budget) runs on CPU0 from 0 to 8 ms while Y waits from 2 ms,
+    // but CPU0 is absent from 4 to 7 ms: X reaches 5 ms at 8 ms, no inversion
+    let budgets = [spec(5 * MS, 100 * MS), spec(10 * MS, 100 * MS)];
+    let mut evs = x_runs_while_y_waits(2 * MS);
+    evs.insert(4, absent(7 * MS, 0, 3 * MS));
+    let mut c = cfg(1);
+    c.grace_ns = 0;
+    c.reorder_ns = 10 * MS;
+    let mut c3 = c.clone();
+    c3.budgets = budgets.to_vec();
+    let r = run_cg(c3, 3, &MAP, evs.clone());
+    assert_eq!(inv(&r.cgroups[0].budget), (0, 0, 0));
+    assert_eq!((cpu(&r, 0).absent_ns, cpu(&r, 0).absences), (3 * MS, 1));
+    assert_eq!(r.totals.absent_ns, 3 * MS);
+    assert_eq!(r.diag.absences_cut, 0);
+    // everything else still counts the CPU as X's
+    assert_eq!(r.cgroups[0].lc_ns, 8 * MS);
+    assert_eq!(cpu(&r, 0).lc_ns, 9 * MS);
+
+    // the same absence 1 ms longer (from 3 ms): X reaches 5 ms at 9 ms, off the CPU by then
+    let mut longer = evs.clone();
+    longer[4] = absent(7 * MS, 0, 4 * MS);
+    assert_eq!(inv(&run_budget(c.clone(), &budgets, longer)[0]), (0, 0, 0));
+
+    // an absence shorter than the overrun takes only its own part: 4-5 ms
+    // absent, X over from 6 ms, inversion [6, 8)
+    let mut short = evs.clone();
+    short[4] = absent(5 * MS, 0, MS);
+    short.swap(3, 4); // 5 ms comes before X's own waking at 6 ms
+    assert_eq!(inv(&run_budget(c.clone(), &budgets, short)[0]), (2 * MS, 2 * MS, 2 * MS));
+
+    // with a reorder window of 1 ms, the replay has released the events up
+    // to 2 ms when an absence of 5.5 ms is reported at 7 ms: it counts from
+    // 2 ms, and is said to be cut (X: 3 ms used by 8 ms)
+    c.reorder_ns = MS;
+    let mut cut = evs;
+    cut[4] = absent(7 * MS, 0, 5500 * US);
+    let mut c3 = c.clone();
+    c3.budgets = budgets.to_vec();
+    let r = run_cg(c3, 3, &MAP, cut);
+    assert_eq!(inv(&r.cgroups[0].budget), (0, 0, 0));
+    assert_eq!((cpu(&r, 0).absent_ns, r.diag.absences_cut), (5 * MS, 1));
+}
+
+#[test]
+fn an_absence_on_an_idle_or_other_cpu_leaves_the_budget_alone() {
+    // CPU1 (idle, then O's task) absent: X's inversion [5, 8) is unchanged
+    let mut evs = x_runs_while_y_waits(2 * MS);
+    evs.insert(1, sw_cg(0, 1, 0, 91, Tier::Lc, O));
+    evs.insert(5, absent(7 * MS, 1, 3 * MS));
+    let mut c = cfg(2);
+    c.grace_ns = 0;
+    c.reorder_ns = 10 * MS;
+    let res = run_budget(c, &[spec(5 * MS, 100 * MS), spec(10 * MS, 100 * MS)], evs);
+    assert_eq!(inv(&res[0]), (3 * MS, 3 * MS, 3 * MS));
+}
