@@ -88,12 +88,14 @@ def main():
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.3 * nrows), squeeze=False)
     flat = [a for row in axes for a in row]
+    # one colour per configuration in every panel (the BPF panel has no EEVDF bar)
+    colour = {c[0]: f"C{i}" for i, c in enumerate(data["configs"])}
     for ax, (title, bars, is_ratio) in zip(flat, ps):
         names = [b[0] for b in bars]
         med = [b[1] for b in bars]
         err = [[b[1] - b[2] if not math.isnan(b[1]) else 0 for b in bars],
                [b[3] - b[1] if not math.isnan(b[1]) else 0 for b in bars]]
-        ax.bar(range(len(bars)), med, yerr=err, capsize=3, color=[f"C{i}" for i in range(len(bars))])
+        ax.bar(range(len(bars)), med, yerr=err, capsize=3, color=[colour.get(b[0], "grey") for b in bars])
         ax.set_xticks(range(len(bars)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
         ax.set_title(title, fontsize=8)
@@ -105,7 +107,7 @@ def main():
         workloads, series = bpf
         width = 0.8 / max(1, len(series))
         for i, (c, vals) in enumerate(series.items()):
-            ax.bar([x + i * width for x in range(len(workloads))], vals, width=width, label=c)
+            ax.bar([x + i * width for x in range(len(workloads))], vals, width=width, label=c, color=colour.get(c, "grey"))
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(workloads))])
         ax.set_xticklabels(workloads, rotation=30, ha="right", fontsize=8)
         ax.set_title("BPF CPU time (% of elapsed x CPUs), BPF count pass", fontsize=8)
