@@ -83,6 +83,8 @@ impl<'a> Scheduler<'a> {
         rodata.guard_slice_ns = cfg.guard_slice_us * 1000;
         rodata.starvation_limit_ns = cfg.starvation_limit_ms * 1_000_000;
         rodata.park_after_ns = cfg.park_options().window_ns;
+        // LC load reaches the cgroup counters in batches of 1/32 of the interval flatten() reads them at.
+        rodata.lcw_flush_ns = (cfg.flatten_ms * 1_000_000 / 32).clamp(1_000_000, 8_000_000);
         let conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
         rodata.bw_conc_mode = conc_mode;
         // LLC ids may be sparse; number them densely for the DSQ ids.

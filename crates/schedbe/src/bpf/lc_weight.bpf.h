@@ -12,17 +12,23 @@
  *    was looked up for and factor_gen, which userspace bumps after each
  *    flattening pass that changed or dropped a factor;
  *  - runnable load is summed per task and added to the cgroup's counter
- *    once at least LCW_FLUSH_NS of runnable time has gathered (or the task
+ *    once at least lcw_flush_ns of runnable time has gathered (or the task
  *    changes cgroup). Userspace reads the counters once per flattening
- *    interval (1 s), so what a sleeping task still holds (under 1 ms) is
- *    noise; it is counted when the task runs again.
+ *    interval and sets lcw_flush_ns to 1/32 of it (1-8 ms; 7.8 ms at the
+ *    default 250 ms), so what a sleeping task still holds is noise; it is
+ *    counted when the task runs again, not lost. At 1 ms nearly every
+ *    charge of a request handler flushed (a hash lookup and an atomic add
+ *    on a line every CPU of the cgroup writes): 1.15 hash lookups per task
+ *    stint at issue 13's load, 0.6 at 7.8 ms together with the tick's charge
+ *    only when due (docs/overhead.md, "2026-12-04 (second)").
  *
  * The includer includes tier.bpf.h (task_cgid()).
  */
 #ifndef __SCHEDBE_LC_WEIGHT_BPF_H
 #define __SCHEDBE_LC_WEIGHT_BPF_H
 
-#define LCW_FLUSH_NS	(1000ULL * 1000)
+/* Set by userspace from the flattening interval (sched.rs). */
+const volatile u64 lcw_flush_ns = 1000ULL * 1000;
 
 /* cgroup id -> LC weight factor (SCHEDBE_FACTOR_ONE = 1.0), from userspace. */
 struct {
@@ -104,7 +110,7 @@ static void acct_runnable(struct task_struct *p, struct lcw_memo *m, u64 now)
 	m->runnable_at = now;
 	m->pending_wns += dt * p->scx.weight;
 	m->pending_ns += dt;
-	if (m->pending_ns >= LCW_FLUSH_NS)
+	if (m->pending_ns >= lcw_flush_ns)
 		lcw_flush(m);
 }
 

@@ -479,8 +479,9 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 /*
  * Charge the time @p ran since it started or was last charged: per-tier CPU
  * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
- * @p is throttled now). Called at every tick as well as at
- * stopping, because a task that keeps its CPU never reaches ops.stopping.
+ * @p is throttled now). Called at stopping, and at a tick under cpu.max or
+ * once the task has gone TICK_CHARGE_NS uncharged, because a task that
+ * keeps its CPU never reaches ops.stopping.
  * The tier clocks are not set to a charged vtime here: they follow the vtime
  * of tasks as they start (ops.running), i.e. the front of the queue, and the
  * LC clock V's rate (lc_clock_served()). Setting them to a charged vtime
@@ -573,6 +574,22 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
 }
 
 /*
+ * A task that keeps its CPU (ops.dispatch's keep_prev(): nothing else
+ * queued) reaches ops.stopping only when it stops, so the tick charges one
+ * that has gone this long uncharged (twice the load batch, lc_weight.bpf.h;
+ * 16 ms at the default flattening interval): its cgroup's runnable load and
+ * the stats stay current to within this. Any other task is charged at its
+ * ops.stopping, within a slice. Nothing reads a running task's charged
+ * virtual time before then: the LC preemption check extrapolates from
+ * ops.running's cpu_cur (cur_vtime()), and a task's burst is its charged
+ * run plus what it ran since (lc_burst.bpf.h). Under cpu.max every tick
+ * charges, since a throttled task must stop at the tick. Charging at every
+ * tick took a tick 12-24 us under emulation, 5-6 us without (docs/overhead.md,
+ * "2026-12-04 (second)").
+ */
+#define TICK_CHARGE_NS	(2 * lcw_flush_ns)
+
+/*
  * Per tick: rescue tasks stranded behind an RT/DL task on another CPU,
  * charge the running task (ending its slice if its cgroup is now
  * throttled), and, as a backstop for a lost entry kick, make a
@@ -587,7 +604,7 @@ void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
 	if (!tctx)
 		return;
 	/* cpu.max: a throttled task stops now; ops.enqueue holds it */
-	if (charge(p, tctx, now)) {
+	if ((bw_on || now - tctx->started_at >= TICK_CHARGE_NS) && charge(p, tctx, now)) {
 		scx_bpf_task_set_slice(p, 0);
 		return;
 	}
