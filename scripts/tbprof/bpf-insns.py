@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Instructions the loaded scheduler's BPF programs executed, from a tbprof profile.
+
+Usage: scripts/tbprof/bpf-insns.py PROFILE KALLSYMS [--kernel SYM...] [--top N]
+
+PROFILE: tbprof.c's output (vaddr n_insns executions per translation block);
+KALLSYMS: the guest's /proc/kallsyms saved while the scheduler was loaded
+(scripts/tbprof/guest.sh). Each block is charged to the symbol it starts in.
+Prints the BPF programs' instructions in all, per task stint (one stint per
+ops.running call: executions of the first block of the struct_ops
+trampoline bpf__sched_ext_ops_running), and per program with its calls
+(executions of its first block; for a subprogram the compiler also inlined
+somewhere, that counts only its real calls). --kernel adds kernel functions
+the same way (e.g. __htab_map_lookup_elem, bpf_task_storage_get).
+"""
+import argparse
+import bisect
+import collections
+import re
+import sys
+
+
+def load_symbols(path):
+    syms = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 3:
+                continue
+            addr = int(parts[0], 16)
+            if addr:
+                syms.append((addr, parts[2], len(parts) > 3 and parts[3] == "[bpf]"))
+    if not any(bpf for _, _, bpf in syms):
+        sys.exit(f"bpf-insns.py: {path} lists no BPF programs (saved while none was loaded?)")
+    syms.sort()
+    return syms
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("profile")
+    ap.add_argument("kallsyms")
+    ap.add_argument("--kernel", nargs="*", default=[], metavar="SYM")
+    ap.add_argument("--top", type=int, default=25)
+    a = ap.parse_args()
+    syms = load_symbols(a.kallsyms)
+    starts = [s[0] for s in syms]
+    kernel = set(a.kernel)
+    insns, first = collections.Counter(), {}
+    with open(a.profile) as f:
+        for line in f:
+            va, n, execs = line.split()
+            va, n, execs = int(va, 16), int(n), int(execs)
+            i = bisect.bisect_right(starts, va) - 1
+            if i < 0:
+                continue
+            start, name, bpf = syms[i]
+            if bpf:
+                name = re.sub(r"^bpf_prog_[0-9a-f]+_", "", name)
+            elif name not in kernel:
+                continue
+            insns[name] += n * execs
+            # a block translated again with another length is another entry at the same address
+            if name not in first or va < first[name][0]:
+                first[name] = (va, execs)
+            elif va == first[name][0]:
+                first[name] = (va, first[name][1] + execs)
+    stints = first.get("bpf__sched_ext_ops_running", (0, 0))[1]
+    bpf_total = sum(w for name, w in insns.items() if name not in kernel)
+    print(f"BPF programs: {bpf_total / 1e6:.2f} M instructions; {stints} stints (ops.running calls)"
+          + (f"; {bpf_total / stints:.0f} per stint" if stints else ""))
+    for name, w in insns.most_common():
+        if name in kernel:
+            continue
+        if a.top <= 0:
+            break
+        a.top -= 1
+        calls = first[name][1]
+        print(f"  {name:32s} {w / 1e6:8.2f} M  {calls:9d} calls  {w / max(calls, 1):7.0f} a call")
+    for name in a.kernel:
+        w, calls = insns.get(name, 0), first.get(name, (0, 0))[1]
+        per = f"; {calls / stints:.2f} calls per stint" if stints else ""
+        print(f"kernel {name:32s} {w / 1e6:8.2f} M  {calls:9d} calls{per}")
+
+
+if __name__ == "__main__":
+    main()
