@@ -8,7 +8,7 @@
 #     results/tmp/spin1 -- target/release/schedbe bench overhead --quick --reps 2 --lc-capacity \
 #     --configs eevdf,schedbe --workloads lc --lc-utils 0.85 --lc-secs 5 --no-plot --no-bpf-stats \
 #     --out results/tmp/spin1/bench'
-# (docs/overhead.md, "2026-12-02 (fourth)"). The tracer itself slows every slow-path call.
+# (docs/overhead-log-7.md, "2026-12-02 (fourth)"). The tracer itself slows every slow-path call.
 set -uo pipefail
 out=${1:?usage: lock-spin-trace.sh OUT -- CMD ARGS...}; shift
 [[ ${1:-} == -- ]] && shift

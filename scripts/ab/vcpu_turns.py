@@ -10,7 +10,7 @@ vCPUs take turns on one host thread while the clock counts the instructions
 of both, so the loop also sees the other vCPU's turns as jumps; whatever runs
 on a vCPU is charged for them. Prints the jumps over 20 us: how many, their
 sum as a fraction of the run, and their p50 / p90 / max. Run it under each
-scheduler in one boot (docs/overhead.md, "2026-12-03").
+scheduler in one boot (docs/overhead-log-7.md, "2026-12-03").
 """
 import os
 import sys
