@@ -54,7 +54,7 @@ def main():
             i = bisect.bisect_right(starts, va) - 1
             if i < 0:
                 continue
-            start, name, bpf = syms[i]
+            _, name, bpf = syms[i]
             if bpf:
                 name = re.sub(r"^bpf_prog_[0-9a-f]+_", "", name)
             elif name not in kernel:
@@ -69,12 +69,8 @@ def main():
     bpf_total = sum(w for name, w in insns.items() if name not in kernel)
     print(f"BPF programs: {bpf_total / 1e6:.2f} M instructions; {stints} stints (ops.running calls)"
           + (f"; {bpf_total / stints:.0f} per stint" if stints else ""))
-    for name, w in insns.most_common():
-        if name in kernel:
-            continue
-        if a.top <= 0:
-            break
-        a.top -= 1
+    programs = [(name, w) for name, w in insns.most_common() if name not in kernel]
+    for name, w in programs[:max(a.top, 0)]:
         calls = first[name][1]
         print(f"  {name:32s} {w / 1e6:8.2f} M  {calls:9d} calls  {w / max(calls, 1):7.0f} a call")
     for name in a.kernel:

@@ -577,14 +577,14 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
  * A task that keeps its CPU (ops.dispatch's keep_prev(): nothing else
  * queued) reaches ops.stopping only when it stops, so the tick charges one
  * that has gone this long uncharged (twice the load batch, lc_weight.bpf.h;
- * 16 ms at the default flattening interval): its cgroup's runnable load and
+ * 15.6 ms at the default flattening interval): its cgroup's runnable load and
  * the stats stay current to within this. Any other task is charged at its
  * ops.stopping, within a slice. Nothing reads a running task's charged
  * virtual time before then: the LC preemption check extrapolates from
  * ops.running's cpu_cur (cur_vtime()), and a task's burst is its charged
  * run plus what it ran since (lc_burst.bpf.h). Under cpu.max every tick
  * charges, since a throttled task must stop at the tick. Charging at every
- * tick took a tick 12-24 us under emulation, 5-6 us without (docs/overhead.md,
+ * tick took a tick 9-14 us under emulation, 4-7 us without (docs/overhead.md,
  * "2026-12-04 (second)").
  */
 #define TICK_CHARGE_NS	(2 * lcw_flush_ns)
