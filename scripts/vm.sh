@@ -2,7 +2,7 @@
 # Run a command in a virtme-ng guest booted with the cached sched_ext kernel.
 #
 #   scripts/vm.sh [--cpus N] [--mem SIZE] [--timeout SECS] [--rwdir DIR]...
-#                 [--allow-console REGEX] [--icount] -- CMD [ARGS...]
+#                 [--allow-console REGEX] [--icount] [--prompt-timers] -- CMD [ARGS...]
 #   scripts/vm.sh --shell [--cpus N] [--mem SIZE]     (interactive guest shell)
 #
 # CMD with ARGS is executed as an argument vector; a single CMD argument is a shell
@@ -19,6 +19,16 @@
 # instruction costs the same, cache misses and atomics included: a cost measure,
 # not a latency one (docs/overhead-log-5.md, "2026-11-29: the instruction clock"). Sets
 # SCHEDBE_VM_ICOUNT=1 in the guest (benchmarks note it in their reports).
+#
+# --prompt-timers: QEMU's main-loop thread, which raises the guest's timer interrupts
+# under TCG, runs SCHED_FIFO (priority 1, reset on fork) on the host once the vCPU
+# threads exist, so a timer fires on time even when every vCPU thread is busy on a
+# host core. Without it the main loop waits behind busy vCPU threads in the host's
+# scheduler (up to a slice, milliseconds), and a guest timer's lateness grows with how
+# busy the guest keeps its CPUs, which costs a real machine's timers nothing
+# (docs/overhead.md, "2026-12-06"). Host root only. Once it is in force, the file
+# $SCHEDBE_VM_RUN/prompt-timers exists in the guest (benchmarks note it in their
+# reports); until then, and if it fails, it does not.
 #
 # Exit status: CMD's. When the guest console shows a kernel error (BUG:, WARNING:,
 # Oops, a panic, "runnable task stall", a sched_ext error exit; patterns in
@@ -79,6 +89,7 @@ while (($#)); do
         --allow-console=*) allow=${1#*=}; shift ;;
         --shell) shell=1; shift ;;
         --icount) export SCHEDBE_VM_ICOUNT=1; shift ;;
+        --prompt-timers) export SCHEDBE_VM_PROMPT_TIMERS=1; shift ;;
         -h|--help) usage ;;
         --) shift; break ;;
         *) break ;;
@@ -91,6 +102,14 @@ icount_opts=
 if [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]]; then
     [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && die "--icount needs software emulation (TCG), not KVM"
     icount_opts="-icount shift=0,sleep=off"
+fi
+prompt_timers=0
+if [[ ${SCHEDBE_VM_PROMPT_TIMERS:-0} == 1 ]]; then
+    [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] && die "--prompt-timers is for software emulation (TCG), not KVM"
+    [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]] && die "--prompt-timers and --icount do not mix (icount's clock is the instruction count)"
+    (($(id -u) == 0)) || die "--prompt-timers needs root on the host (SCHED_FIFO for QEMU's main loop)"
+    command -v chrt >/dev/null || die "--prompt-timers needs chrt (util-linux)"
+    prompt_timers=1
 fi
 boot_timeout=${SCHEDBE_VM_BOOT_TIMEOUT:-240}
 [[ $boot_timeout =~ ^[0-9]+$ ]] || die "SCHEDBE_VM_BOOT_TIMEOUT takes a number of seconds"
@@ -141,6 +160,7 @@ if [[ $native == 1 ]]; then
     [[ -d /sys/kernel/sched_ext ]] || die "SCHEDBE_VM_NATIVE=1 but this kernel has no sched_ext"
     [[ ${SCHEDBE_VM_ICOUNT:-0} == 1 ]] && die "--icount counts a guest's instructions: run in the VM (SCHEDBE_VM_NATIVE=0)"
     printf '%s: host kernel has sched_ext: running natively\n' "$PROG" >&2
+    ((prompt_timers)) && printf '%s: --prompt-timers: nothing to do natively (no emulated timers)\n' "$PROG" >&2
     ((shell)) && exec "${SHELL:-/bin/bash}"
     before=$(dmesg 2>/dev/null | wc -l) || before=
     export SCHEDBE_VM_RUN=$run SCHEDBE_IN_VM=0
@@ -188,6 +208,47 @@ if ((shell)); then
     exec vng "${args[@]}"
 fi
 
+# --prompt-timers: find the QEMU process under $1, wait for its $2 vCPU threads, then
+# make its main thread (tid == pid: the main loop, which fires the emulated timers)
+# SCHED_FIFO 1 and write file $3. Not before: threads inherit the policy of the thread that creates
+# them, and the vCPU threads must stay SCHED_OTHER. --reset-on-fork keeps the
+# threads it creates later (9p's worker pool) SCHED_OTHER too.
+prompt_timers_when_up() {
+    local root=$1 want=$2 flag=$3 q= pids n i
+    for ((i = 0; i < 1200; i++)); do
+        kill -0 "$root" 2>/dev/null || return 0
+        if [[ -z $q ]]; then
+            pids=$root
+            # descendants of $root, breadth first, until a qemu-system process shows
+            while [[ -n $pids && -z $q ]]; do
+                # (pgrep fails on a childless process: no set -e exit here)
+                pids=$(for p in $pids; do pgrep -P "$p" || true; done 2>/dev/null | tr '\n' ' ')
+                # the guest's QEMU, not a probe vng runs first (qemu-system-x86_64 --version...)
+                for p in $pids; do
+                    [[ $(cat "/proc/$p/comm" 2>/dev/null) == qemu-system* ]] || continue
+                    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '-name virtme-ng' && { q=$p; break; }
+                done
+            done
+        fi
+        # a QEMU that has gone (it failed to start) is looked for again
+        [[ -n $q && ! -d /proc/$q ]] && q=
+        if [[ -n $q ]]; then
+            n=$(grep -lE '^CPU [0-9]+/(TCG|KVM)$' /proc/"$q"/task/*/comm 2>/dev/null | wc -l || true)
+            if ((n >= want)); then
+                if chrt --reset-on-fork -f -p 1 "$q"; then
+                    echo "QEMU pid $q main loop SCHED_FIFO 1" >"$flag"
+                    printf '%s: --prompt-timers: QEMU (pid %s) main loop SCHED_FIFO 1, after its %s vCPU threads started\n' "$PROG" "$q" "$n" >&2
+                else
+                    printf '%s: warning: --prompt-timers: chrt failed on QEMU pid %s\n' "$PROG" "$q" >&2
+                fi
+                return 0
+            fi
+        fi
+        sleep 0.1
+    done
+    printf '%s: warning: --prompt-timers: QEMU or its vCPU threads not found in 120 s\n' "$PROG" >&2
+}
+
 # What the guest writes to its console as it starts CMD: the boot watchdog and
 # the boot-failure check below look for it.
 start_marker='schedbe-vm: starting the command'
@@ -217,6 +278,8 @@ chmod +x "$run/guest.sh"
 vng_args=(-v --force-9p -r "$K/vmlinuz" --cpus "$cpus" -m "$mem" --rwdir "$RESULTS")
 [[ ${SCHEDBE_VM_KVM:-0} == 1 ]] || vng_args+=(--disable-kvm)
 qemu_opts="${SCHEDBE_VM_QEMU_OPTS:-} $icount_opts"
+# --prompt-timers tells the vCPU threads by name ("CPU 0/TCG")
+((prompt_timers)) && qemu_opts+=" -name virtme-ng,debug-threads=on"
 [[ -n ${qemu_opts// } ]] && vng_args+=(--qemu-opts="$qemu_opts")
 for d in "${rwdirs[@]}"; do
     [[ $d == "$RESULTS" || $d == "$RESULTS"/* ]] && continue
@@ -243,6 +306,7 @@ start=$(date +%s)
     >"$run/console.log" 2>&1 </dev/null &
 vpid=$!
 trap 'kill -TERM $vpid 2>/dev/null; wait $vpid 2>/dev/null; exit 130' INT TERM
+((prompt_timers)) && prompt_timers_when_up "$vpid" "$cpus" "$run/prompt-timers" &
 tail --pid=$vpid -s 0.2 -n +1 -f "$run/stdout" &
 t1=$!
 tail --pid=$vpid -s 0.2 -n +1 -f "$run/stderr" >&2 &

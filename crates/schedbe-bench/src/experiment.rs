@@ -301,6 +301,14 @@ fn icount_clock() -> bool {
     std::env::var("SCHEDBE_VM_ICOUNT").is_ok_and(|v| v == "1")
 }
 
+/// Whether this runs in a guest of `scripts/vm.sh --prompt-timers` whose
+/// host has put QEMU's main loop, which raises the guest's timer
+/// interrupts, at real-time priority: vm.sh writes the run directory's
+/// `prompt-timers` file once that is done, not before, and not if it failed.
+fn prompt_timers() -> bool {
+    std::env::var_os("SCHEDBE_VM_RUN").is_some_and(|run| std::path::Path::new(&run).join("prompt-timers").exists())
+}
+
 pub(crate) fn machine_meta(m: &mut Meta) {
     // SAFETY: uname fills a plain struct.
     unsafe {
@@ -321,6 +329,9 @@ pub(crate) fn machine_meta(m: &mut Meta) {
         m.cpu_model.push_str(", instruction-counted clock");
         m.notes.push("instruction-counted clock (scripts/vm.sh --icount): 1 ns is one guest instruction and the vCPUs run one at a time, so times are instruction counts; a cost measure, no parallelism".into());
     } else if m.hypervisor {
+        if prompt_timers() {
+            m.notes.push("prompt timers (scripts/vm.sh --prompt-timers): the host runs QEMU's main loop, which raises the guest's timer interrupts, at SCHED_FIFO, so a timer's lateness does not grow with how busy the vCPUs are".into());
+        }
         m.notes.push("timing in a virtual machine (software-emulated, sharing the host's cores) is noisy: compare configurations within this run only".into());
     }
 }

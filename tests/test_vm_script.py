@@ -1,0 +1,98 @@
+"""scripts/vm.sh's --prompt-timers, on the host: bad combinations are refused
+before anything starts, and in a real boot the host puts QEMU's main loop (the
+thread that raises the guest's timer interrupts under TCG) at SCHED_FIFO while
+the vCPU threads stay SCHED_OTHER, and the guest is told so only then.
+"""
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VM = ROOT / "scripts" / "vm.sh"
+
+pytestmark = pytest.mark.host
+
+
+def _vm(args, env_extra=None, user=None, timeout=60):
+    env = dict(os.environ, SCHEDBE_VM_NATIVE="0", **(env_extra or {}))
+    cmd = [str(VM), *args]
+    if user:
+        cmd = ["runuser", "-u", user, "--", *cmd]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.parametrize("case", ["kvm", "icount"])
+def test_prompt_timers_refuses_what_it_cannot_mean(case):
+    if case == "kvm":
+        r = _vm(["--prompt-timers", "--", "true"], {"SCHEDBE_VM_KVM": "1"})
+        assert "not KVM" in r.stderr, r.stderr
+    else:
+        r = _vm(["--prompt-timers", "--icount", "--", "true"])
+        assert "do not mix" in r.stderr, r.stderr
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "booting" not in r.stderr
+
+
+def test_prompt_timers_needs_root():
+    if os.geteuid() != 0 or not shutil.which("runuser"):
+        pytest.skip("needs root (to run vm.sh as another user) and runuser")
+    if subprocess.run(["runuser", "-u", "nobody", "--", "test", "-x", str(VM)]).returncode != 0:
+        pytest.skip(f"user nobody cannot run {VM} from this checkout")
+    r = _vm(["--prompt-timers", "--", "true"], user="nobody")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "needs root" in r.stderr, r.stderr
+
+
+def _threads(pid):
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (t / "comm").read_text().strip()
+            policy = os.sched_getscheduler(int(t.name))
+        except (OSError, ProcessLookupError):
+            continue
+        out[int(t.name)] = (comm, policy)
+    return out
+
+
+def test_prompt_timers_in_a_boot():
+    """Boot a 2-vCPU guest that sleeps; look at QEMU's threads from the host."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    if not shutil.which("qemu-system-x86_64") or not Path("/opt/schedbe-venv/bin/vng").exists():
+        pytest.skip("no QEMU or virtme-ng: make setup")
+    if not (ROOT / ".cache" / "kernel" / "current" / "vmlinuz").exists():
+        pytest.skip("no cached sched_ext kernel: make setup")
+    guest = 'test -e "$SCHEDBE_VM_RUN/prompt-timers" && echo guest-sees-prompt-timers; sleep 25'
+    p = subprocess.Popen([str(VM), "--prompt-timers", "--cpus", "2", "--mem", "1G", "--timeout", "240", "--", guest],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, SCHEDBE_VM_NATIVE="0"))
+    seen = None
+    try:
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline and p.poll() is None and seen is None:
+            time.sleep(1)
+            r = subprocess.run(["pgrep", "-f", "qemu-system-x86_64 -name virtme-ng"], capture_output=True, text=True)
+            for pid in map(int, r.stdout.split()):
+                th = _threads(pid)
+                if os.sched_getscheduler(pid) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO:
+                    seen = (pid, th)
+        out, err = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err[-2000:]
+    assert "main loop SCHED_FIFO 1" in err, err[-2000:]
+    assert seen, "no QEMU main thread at SCHED_FIFO while the guest ran"
+    pid, th = seen
+    vcpus = [tid for tid, (comm, _) in th.items() if comm.startswith("CPU ")]
+    assert len(vcpus) == 2, th
+    # the vCPU threads (created before the change) and every other thread stay ordinary
+    assert all(pol == os.SCHED_OTHER for tid, (_, pol) in th.items() if tid != pid), th
+    assert "guest-sees-prompt-timers" in out, out
