@@ -13,7 +13,8 @@
 #              (schedbe bench overhead, 3 repetitions) in a VM with a vCPU per host core
 #              (at most 4); builds the peers on the host first (scripts/peers.sh, cached
 #              in .cache/peers; the first time 10-30 min), draws the figure on the host.
-#              OVERHEAD_ARGS adds options
+#              OVERHEAD_ARGS adds options; the guest's timers are prompt
+#              (vm.sh --prompt-timers; OVERHEAD_VM_OPTS= for plain emulation)
 #   vm-shell   an interactive shell in the guest
 #   install    the binary to $(PREFIX)/bin (/usr/local) and the systemd unit
 #   clean      cargo clean and results/tmp; distclean also drops the cached kernel
@@ -86,6 +87,9 @@ demo: setup
 OVERHEAD_OUT ?= results/tmp/bench/overhead
 OVERHEAD_ARGS ?=
 OVERHEAD_TIMEOUT ?= 10800
+# QEMU's main loop (the guest's timer interrupts) at host real-time priority, so a
+# guest timer's lateness does not grow with how busy the vCPUs are (docs/bench.md)
+OVERHEAD_VM_OPTS ?= --prompt-timers
 # As many vCPUs as host cores (at most 4): an oversubscribed guest runs each vCPU
 # at a fraction of the speed the LC workloads' spin loop was calibrated at, so
 # "60% load" overloads it under every scheduler (seen with 4 vCPUs on 2 cores).
@@ -94,7 +98,7 @@ bench-overhead: setup
 	$(MAKE) build
 	bash scripts/peers.sh
 	rm -rf $(OVERHEAD_OUT)
-	$(VM) --cpus $(OVERHEAD_CPUS) --mem $(VM_MEM) --timeout $(OVERHEAD_TIMEOUT) -- \
+	$(VM) $(OVERHEAD_VM_OPTS) --cpus $(OVERHEAD_CPUS) --mem $(VM_MEM) --timeout $(OVERHEAD_TIMEOUT) -- \
 		target/release/schedbe bench overhead --no-plot --out $(OVERHEAD_OUT) $(OVERHEAD_ARGS)
 	@target/release/schedbe bench plot $(OVERHEAD_OUT) | sed 's/^/figure:  /'
 	@echo "summary: $(OVERHEAD_OUT)/summary.md"
