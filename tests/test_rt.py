@@ -186,6 +186,9 @@ def test_rt_task_takes_a_cpu(policy, hogs):
     assert "RT/DL takeovers handled by" in log, log[-2000:]
     if path == "tracepoint":
         assert not any(DEPRECATION in m for m in msgs), "kernel warned about cpu_release although schedbe left it out"
+        if policy == "sched-be":
+            # lazy evacuation's backstop on the RT CPU itself names its hook (rt_takeover.rs)
+            assert "RT strand backstop at" in log, log[-2000:]
     assert evac + rescues > 0, "no local queue was evacuated or rescued although an RT task kept taking CPU 0"
     assert len(waits) == len(workers) and all(w["n"] >= 100 for w in waits.values()), f"traced wakeups: {waits}"
     assert wait_max_ms < LATE_MAX_S * 1e3, (f"an LC sleeper waited {wait_max_ms:.0f} ms from its wakeup: "

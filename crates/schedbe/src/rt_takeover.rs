@@ -24,6 +24,18 @@ pub fn from_tracepoint() -> bool {
     }
 }
 
+/// Whether the RT CPU's own tick can be hooked where it runs only while an
+/// RT/DL task holds the CPU: fentry on the RT and deadline classes'
+/// `task_tick` (rt_takeover.bpf.h's lazy-evacuation backstop). pahole puts
+/// into vmlinux's BTF only functions that ftrace can patch, so a function
+/// found there can be attached to. Else the backstop runs at every timer
+/// expiry (tp_btf/hrtimer_expire_entry).
+pub fn strand_on_class_tick() -> bool {
+    use libbpf_rs::btf::{types, Btf};
+    let Ok(btf) = Btf::from_vmlinux() else { return false };
+    ["task_tick_rt", "task_tick_dl"].iter().all(|f| btf.type_by_name::<types::Func>(f).is_some())
+}
+
 /// The log line tests/test_rt.py looks for.
 pub fn log_path(from_tp: bool) {
     info!("RT/DL takeovers handled by {}", if from_tp { "the sched_switch tracepoint" } else { "ops.cpu_release" });

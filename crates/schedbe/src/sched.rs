@@ -108,9 +108,14 @@ impl<'a> Scheduler<'a> {
         if from_tp {
             skel.struct_ops.schedbe_ops_mut().cpu_release = std::ptr::null_mut();
             skel.progs.schedbe_cpu_release.set_autoload(false);
+            // the RT CPU's own tick, for a task lazy evacuation left behind (off by default: "?" sections)
+            let class_tick = rt_takeover::strand_on_class_tick();
+            skel.progs.schedbe_rt_strand_rt.set_autoload(class_tick);
+            skel.progs.schedbe_rt_strand_dl.set_autoload(class_tick);
+            skel.progs.schedbe_rt_strand_tick.set_autoload(!class_tick);
+            info!("RT strand backstop at {}", if class_tick { "the RT/DL classes' tick" } else { "every timer expiry" });
         } else {
             skel.progs.schedbe_sched_switch.set_autoload(false);
-            skel.progs.schedbe_rt_strand_tick.set_autoload(false);
         }
         rt_takeover::log_path(from_tp);
 

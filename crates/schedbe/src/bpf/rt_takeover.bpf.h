@@ -22,8 +22,8 @@
  * kick of the idle CPU), a wake-up IPI and a migration each time
  * (docs/overhead-log-6.md, "2026-12-02 (third)"). A burst that lasts anyway is cut short
  * for what waits behind it after SCHEDBE_RT_STRAND_NS: by the tick of any
- * busy CPU (rescue_stranded()), by the RT CPU's own timer interrupts
- * (schedbe_rt_strand_tick, for when every other CPU is idle and does not
+ * busy CPU (rescue_stranded()), by the RT CPU's own tick
+ * (rt_strand_check(), for when every other CPU is idle and does not
  * tick), and at once by a CPU that runs out of work (rt_rescue_before_idle(),
  * from the policy's ops.dispatch).
  *
@@ -214,27 +214,58 @@ static __always_inline void rt_rescue_before_idle(u32 self)
 
 #if RT_LAZY_EVACUATION
 /*
- * Lazy evacuation's backstop on the RT CPU itself: at each of its timer
- * interrupts (its tick among them), a local queue that an RT/DL task has
- * kept waiting for over SCHEDBE_RT_STRAND_NS is sent back. The other CPUs'
+ * Lazy evacuation's backstop on the RT CPU itself: at its scheduler tick
+ * while an RT/DL task runs there, a local queue that the task has kept
+ * waiting for over SCHEDBE_RT_STRAND_NS is sent back. The other CPUs'
  * ticks do the same (rescue_stranded()), but an idle CPU does not tick, and
  * the takeover evacuates at once only for a task known to hold CPUs long.
- * No argument is read: the tracepoint's prototype is no part of this.
+ *
+ * Where the kernel's BTF has them, the hooks are the RT and deadline
+ * classes' own task_tick (fentry), which run only at a tick of a CPU an
+ * RT/DL task holds: a few calls a second, where the tracepoint below ran at
+ * every timer expiry of every CPU (12000 calls in 18 s at issue 13's load,
+ * a tenth of schedbe's program runs, docs/overhead.md "2026-12-06
+ * (second)"). The tick's rq lock is held there, as at sched_switch, where
+ * the same re-enqueue runs. Userspace loads the fentry pair, or else the
+ * tracepoint (rt_takeover.rs). A nohz_full CPU running a lone SCHED_FIFO
+ * task may stop its tick; the other CPUs' ticks and their way to idle
+ * (rt_rescue_before_idle()) still rescue.
  */
-SEC("tp_btf/hrtimer_expire_entry")
-int BPF_PROG(schedbe_rt_strand_tick)
+static __always_inline void rt_strand_check(void)
 {
 	u32 cpu;
 	struct rt_cpu *c;
 
 	if (nr_rt_cpus <= 0)	/* the common case: one load */
-		return 0;
+		return;
 	cpu = bpf_get_smp_processor_id();
 	c = bpf_map_lookup_elem(&rt_cpus, &cpu);
 	if (!rt_held_for(c, bpf_ktime_get_ns(), SCHEDBE_RT_STRAND_NS))
-		return 0;
+		return;
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_rescues, 1);
+}
+
+/* No argument is read: the prototypes are no part of this. */
+SEC("?fentry/task_tick_rt")
+int BPF_PROG(schedbe_rt_strand_rt)
+{
+	rt_strand_check();
+	return 0;
+}
+
+SEC("?fentry/task_tick_dl")
+int BPF_PROG(schedbe_rt_strand_dl)
+{
+	rt_strand_check();
+	return 0;
+}
+
+/* The fallback, at every timer expiry (any of them may be the RT CPU's tick). */
+SEC("?tp_btf/hrtimer_expire_entry")
+int BPF_PROG(schedbe_rt_strand_tick)
+{
+	rt_strand_check();
 	return 0;
 }
 #endif
