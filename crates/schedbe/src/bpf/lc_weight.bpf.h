@@ -20,7 +20,7 @@
  *    charge of a request handler flushed (a hash lookup and an atomic add
  *    on a line every CPU of the cgroup writes): 1.15 hash lookups per task
  *    stint at issue 13's load, 0.6 at 7.8 ms together with the tick's charge
- *    only when due (docs/overhead.md, "2026-12-04 (second)").
+ *    only when due (docs/overhead-log-8.md, "2026-12-04 (second)").
  *
  * The includer includes tier.bpf.h (task_cgid()).
  */

@@ -584,7 +584,7 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
  * ops.running's cpu_cur (cur_vtime()), and a task's burst is its charged
  * run plus what it ran since (lc_burst.bpf.h). Under cpu.max every tick
  * charges, since a throttled task must stop at the tick. Charging at every
- * tick took a tick 9-14 us under emulation, 4-7 us without (docs/overhead.md,
+ * tick took a tick 9-14 us under emulation, 4-7 us without (docs/overhead-log-8.md,
  * "2026-12-04 (second)").
  */
 #define TICK_CHARGE_NS	(2 * lcw_flush_ns)
