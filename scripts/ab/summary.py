@@ -12,7 +12,8 @@ import statistics as st
 import sys
 
 R = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results", "tmp", "ab")
-METRICS = ("mean_ms", "p99_ms", "p99_us", "ops_per_s", "time_s")
+METRICS = ("mean_ms", "p99_ms", "p99_us", "ops_per_s", "time_s",
+           "timer_p99_us", "wake_p99_us", "wake_p50_us")  # the last three: --cyclictest-trace
 
 
 def main():
