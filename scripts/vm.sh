@@ -208,28 +208,32 @@ if ((shell)); then
     exec vng "${args[@]}"
 fi
 
+# The pid of the guest's QEMU among the descendants of process $1, breadth first:
+# a qemu-system process with vng's `-name virtme-ng`, not a probe vng runs first
+# (qemu-system-x86_64 --version...). Fails when there is none (yet).
+guest_qemu_under() {
+    local pids=$1 p
+    while [[ -n $pids ]]; do
+        # (pgrep fails on a childless process)
+        pids=$(for p in $pids; do pgrep -P "$p" || true; done 2>/dev/null | tr '\n' ' ')
+        for p in $pids; do
+            [[ $(cat "/proc/$p/comm" 2>/dev/null) == qemu-system* ]] || continue
+            tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '-name virtme-ng' && { echo "$p"; return 0; }
+        done
+    done
+    return 1
+}
+
 # --prompt-timers: find the QEMU process under $1, wait for its $2 vCPU threads, then
 # make its main thread (tid == pid: the main loop, which fires the emulated timers)
 # SCHED_FIFO 1 and write file $3. Not before: threads inherit the policy of the thread that creates
 # them, and the vCPU threads must stay SCHED_OTHER. --reset-on-fork keeps the
 # threads it creates later (9p's worker pool) SCHED_OTHER too.
 prompt_timers_when_up() {
-    local root=$1 want=$2 flag=$3 q= pids n i
+    local root=$1 want=$2 flag=$3 q= n i
     for ((i = 0; i < 1200; i++)); do
         kill -0 "$root" 2>/dev/null || return 0
-        if [[ -z $q ]]; then
-            pids=$root
-            # descendants of $root, breadth first, until a qemu-system process shows
-            while [[ -n $pids && -z $q ]]; do
-                # (pgrep fails on a childless process: no set -e exit here)
-                pids=$(for p in $pids; do pgrep -P "$p" || true; done 2>/dev/null | tr '\n' ' ')
-                # the guest's QEMU, not a probe vng runs first (qemu-system-x86_64 --version...)
-                for p in $pids; do
-                    [[ $(cat "/proc/$p/comm" 2>/dev/null) == qemu-system* ]] || continue
-                    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '-name virtme-ng' && { q=$p; break; }
-                done
-            done
-        fi
+        [[ -z $q ]] && { q=$(guest_qemu_under "$root") || q=; }
         # a QEMU that has gone (it failed to start) is looked for again
         [[ -n $q && ! -d /proc/$q ]] && q=
         if [[ -n $q ]]; then
@@ -320,11 +324,16 @@ while kill -0 $vpid 2>/dev/null; do
         printf '%s: FAIL: the guest has not started the command after %ss (boot hang); console tail (%s):\n' \
             "$PROG" "$boot_timeout" "$run/console.log" >&2
         tail -n 5 "$run/console.log" | tr -d '\r' | sed 's/^/    /' >&2
-        # timeout(1) passes TERM on to vng; QEMU is matched by the guest script on
-        # its command line in case vng leaves it behind.
+        # timeout(1) passes TERM on to vng. Its QEMU is found first, while it is
+        # still a descendant (its command line does not name the guest script:
+        # vng encodes the command), and killed should it outlive vng.
+        qemu=$(guest_qemu_under "$vpid") || qemu=
         kill -TERM $vpid 2>/dev/null || true
         for _ in $(seq 30); do kill -0 $vpid 2>/dev/null || break; sleep 1; done
-        pkill -KILL -f -- "$run/guest.sh" 2>/dev/null || true
+        if [[ -n $qemu && $(cat "/proc/$qemu/comm" 2>/dev/null) == qemu-system* ]]; then
+            printf '%s: QEMU (pid %s) outlived vng; killing it\n' "$PROG" "$qemu" >&2
+            kill -KILL "$qemu" 2>/dev/null || true
+        fi
         break
     fi
     sleep 1

@@ -1,7 +1,10 @@
-"""scripts/vm.sh's --prompt-timers, on the host: bad combinations are refused
+"""scripts/vm.sh on the host. --prompt-timers: bad combinations are refused
 before anything starts, and in a real boot the host puts QEMU's main loop (the
 thread that raises the guest's timer interrupts under TCG) at SCHED_FIFO while
-the vCPU threads stay SCHED_OTHER, and the guest is told so only then.
+the vCPU threads stay SCHED_OTHER, and the guest is told so only then. A boot
+that hangs leaves no QEMU behind (here vng takes QEMU down on TERM, and the
+old script passed too; vm.sh kills a QEMU that outlives vng, which it found
+while it was still vng's descendant).
 """
 
 import os
@@ -96,3 +99,41 @@ def test_prompt_timers_in_a_boot():
     # the vCPU threads (created before the change) and every other thread stay ordinary
     assert all(pol == os.SCHED_OTHER for tid, (_, pol) in th.items() if tid != pid), th
     assert "guest-sees-prompt-timers" in out, out
+
+
+def _guest_qemus():
+    r = subprocess.run(["pgrep", "-f", "qemu-system-x86_64 -name virtme-ng"], capture_output=True, text=True)
+    return set(map(int, r.stdout.split()))
+
+
+def test_boot_hang_leaves_no_qemu():
+    """A guest that never starts its command (QEMU started paused, -S) trips the boot
+    watchdog: vm.sh exits 75 and no QEMU of it is left running."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    if not shutil.which("qemu-system-x86_64") or not Path("/opt/schedbe-venv/bin/vng").exists():
+        pytest.skip("no QEMU or virtme-ng: make setup")
+    if not (ROOT / ".cache" / "kernel" / "current" / "vmlinuz").exists():
+        pytest.skip("no cached sched_ext kernel: make setup")
+    if _guest_qemus():
+        pytest.skip("another guest runs on this host")
+    env = dict(os.environ, SCHEDBE_VM_NATIVE="0", SCHEDBE_VM_QEMU_OPTS="-S", SCHEDBE_VM_BOOT_TIMEOUT="8")
+    p = subprocess.Popen([str(VM), "--cpus", "1", "--mem", "512M", "--timeout", "120", "--", "true"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = set()
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and p.poll() is None:
+            seen |= _guest_qemus()
+            time.sleep(0.5)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert seen, "no QEMU ever ran: the hang path was not exercised"
+    assert p.returncode == 75, (p.returncode, err[-2000:])
+    assert "boot hang" in err, err[-2000:]
+    time.sleep(1)
+    left = _guest_qemus() & seen
+    assert not left, f"QEMU {left} outlived vm.sh after a boot hang: {err[-2000:]}"
