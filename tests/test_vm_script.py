@@ -63,14 +63,19 @@ def _threads(pid):
     return out
 
 
-def test_prompt_timers_in_a_boot():
-    """Boot a 2-vCPU guest that sleeps; look at QEMU's threads from the host."""
+def _skip_unless_bootable():
+    """Skip a test that boots a guest where this host cannot."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
     if not shutil.which("qemu-system-x86_64") or not Path("/opt/schedbe-venv/bin/vng").exists():
         pytest.skip("no QEMU or virtme-ng: make setup")
     if not (ROOT / ".cache" / "kernel" / "current" / "vmlinuz").exists():
         pytest.skip("no cached sched_ext kernel: make setup")
+
+
+def test_prompt_timers_in_a_boot():
+    """Boot a 2-vCPU guest that sleeps; look at QEMU's threads from the host."""
+    _skip_unless_bootable()
     guest = 'test -e "$SCHEDBE_VM_RUN/prompt-timers" && echo guest-sees-prompt-timers; sleep 25'
     p = subprocess.Popen([str(VM), "--prompt-timers", "--cpus", "2", "--mem", "1G", "--timeout", "240", "--", guest],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -109,12 +114,7 @@ def _guest_qemus():
 def test_boot_hang_leaves_no_qemu():
     """A guest that never starts its command (QEMU started paused, -S) trips the boot
     watchdog: vm.sh exits 75 and no QEMU of it is left running."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    if not shutil.which("qemu-system-x86_64") or not Path("/opt/schedbe-venv/bin/vng").exists():
-        pytest.skip("no QEMU or virtme-ng: make setup")
-    if not (ROOT / ".cache" / "kernel" / "current" / "vmlinuz").exists():
-        pytest.skip("no cached sched_ext kernel: make setup")
+    _skip_unless_bootable()
     if _guest_qemus():
         pytest.skip("another guest runs on this host")
     env = dict(os.environ, SCHEDBE_VM_NATIVE="0", SCHEDBE_VM_QEMU_OPTS="-S", SCHEDBE_VM_BOOT_TIMEOUT="8")
