@@ -73,6 +73,12 @@ def _skip_unless_bootable():
         pytest.skip("no cached sched_ext kernel: make setup")
 
 
+def _guest_qemus():
+    """Pids of the guests' QEMU processes (vng names each virtme-ng)."""
+    r = subprocess.run(["pgrep", "-f", "qemu-system-x86_64 -name virtme-ng"], capture_output=True, text=True)
+    return set(map(int, r.stdout.split()))
+
+
 def test_prompt_timers_in_a_boot():
     """Boot a 2-vCPU guest that sleeps; look at QEMU's threads from the host."""
     _skip_unless_bootable()
@@ -85,8 +91,7 @@ def test_prompt_timers_in_a_boot():
         deadline = time.monotonic() + 200
         while time.monotonic() < deadline and p.poll() is None and seen is None:
             time.sleep(1)
-            r = subprocess.run(["pgrep", "-f", "qemu-system-x86_64 -name virtme-ng"], capture_output=True, text=True)
-            for pid in map(int, r.stdout.split()):
+            for pid in _guest_qemus():
                 th = _threads(pid)
                 if os.sched_getscheduler(pid) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO:
                     seen = (pid, th)
@@ -105,10 +110,6 @@ def test_prompt_timers_in_a_boot():
     assert all(pol == os.SCHED_OTHER for tid, (_, pol) in th.items() if tid != pid), th
     assert "guest-sees-prompt-timers" in out, out
 
-
-def _guest_qemus():
-    r = subprocess.run(["pgrep", "-f", "qemu-system-x86_64 -name virtme-ng"], capture_output=True, text=True)
-    return set(map(int, r.stdout.split()))
 
 
 def test_boot_hang_leaves_no_qemu():
