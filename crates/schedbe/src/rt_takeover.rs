@@ -7,13 +7,38 @@
 
 use log::info;
 
+use libbpf_rs::btf::{types, Btf, ReferencesType};
+
+/// What the running kernel offers for RT/DL takeovers, read from vmlinux's
+/// BTF in one parse (seconds under emulation, so not once per question).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Paths {
+    /// See [`from_tracepoint`].
+    pub from_tracepoint: bool,
+    /// Whether the RT CPU's own tick can be hooked where it runs only while
+    /// an RT/DL task holds the CPU: fentry on the RT and deadline classes'
+    /// `task_tick` (rt_takeover.bpf.h's lazy-evacuation backstop). pahole
+    /// puts into vmlinux's BTF only functions that ftrace can patch, so a
+    /// function found there can be attached to. Else the backstop runs at
+    /// every timer expiry (tp_btf/hrtimer_expire_entry).
+    pub strand_on_class_tick: bool,
+}
+
+/// Both answers from one read of vmlinux's BTF; no BTF, neither.
+pub fn probe() -> Paths {
+    let Ok(btf) = Btf::from_vmlinux() else { return Paths::default() };
+    Paths { from_tracepoint: reenq_from_anywhere(&btf), strand_on_class_tick: class_ticks(&btf) }
+}
+
 /// Whether the running kernel can re-enqueue a local DSQ from any context:
 /// `scx_bpf_dsq_reenq` (v7.1+) or a `scx_bpf_reenqueue_local` returning void
 /// (v6.19+; before, it returned the count and worked only in cpu_release).
 /// The BPF side's compat wrapper resolves the same kfuncs the same way.
 pub fn from_tracepoint() -> bool {
-    use libbpf_rs::btf::{types, Btf, ReferencesType};
-    let Ok(btf) = Btf::from_vmlinux() else { return false };
+    probe().from_tracepoint
+}
+
+fn reenq_from_anywhere(btf: &Btf) -> bool {
     if btf.type_by_name::<types::Func>("scx_bpf_dsq_reenq").is_some() {
         return true;
     }
@@ -24,15 +49,8 @@ pub fn from_tracepoint() -> bool {
     }
 }
 
-/// Whether the RT CPU's own tick can be hooked where it runs only while an
-/// RT/DL task holds the CPU: fentry on the RT and deadline classes'
-/// `task_tick` (rt_takeover.bpf.h's lazy-evacuation backstop). pahole puts
-/// into vmlinux's BTF only functions that ftrace can patch, so a function
-/// found there can be attached to. Else the backstop runs at every timer
-/// expiry (tp_btf/hrtimer_expire_entry).
-pub fn strand_on_class_tick() -> bool {
-    use libbpf_rs::btf::{types, Btf};
-    let Ok(btf) = Btf::from_vmlinux() else { return false };
+/// [`Paths::strand_on_class_tick`]
+fn class_ticks(btf: &Btf) -> bool {
     ["task_tick_rt", "task_tick_dl"].iter().all(|f| btf.type_by_name::<types::Func>(f).is_some())
 }
 

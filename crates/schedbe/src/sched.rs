@@ -103,13 +103,14 @@ impl<'a> Scheduler<'a> {
         info!("{} CPUs, {} LLC queue pairs", topo.all_cpus.len(), nr_llcs);
 
         // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
-        let from_tp = rt_takeover::from_tracepoint();
+        let rt_paths = rt_takeover::probe();
+        let from_tp = rt_paths.from_tracepoint;
         rodata.evacuate_from_tp = from_tp;
         if from_tp {
             skel.struct_ops.schedbe_ops_mut().cpu_release = std::ptr::null_mut();
             skel.progs.schedbe_cpu_release.set_autoload(false);
             // the RT CPU's own tick, for a task lazy evacuation left behind (off by default: "?" sections)
-            let class_tick = rt_takeover::strand_on_class_tick();
+            let class_tick = rt_paths.strand_on_class_tick;
             skel.progs.schedbe_rt_strand_rt.set_autoload(class_tick);
             skel.progs.schedbe_rt_strand_dl.set_autoload(class_tick);
             skel.progs.schedbe_rt_strand_tick.set_autoload(!class_tick);
