@@ -193,3 +193,82 @@ def test_rt_task_takes_a_cpu(policy, hogs):
     assert len(waits) == len(workers) and all(w["n"] >= 100 for w in waits.values()), f"traced wakeups: {waits}"
     assert wait_max_ms < LATE_MAX_S * 1e3, (f"an LC sleeper waited {wait_max_ms:.0f} ms from its wakeup: "
                                             f"stranded behind the RT burst? (traced: {waits})")
+
+
+# A task that spends most of its time with migration disabled, preemptibly:
+# BPF_MAP_LOOKUP_BATCH over a 100 000-entry hash map, in a loop (the htab
+# batch walk runs under migrate_disable(); schedbe's own stats reads were
+# such a task in the CI run below). Raw bpf(2) through ctypes: no bpftool.
+MIGRATE_DISABLED_LOOP = r"""
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_BPF, N = 321, 100000
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = libc.syscall(SYS_BPF, cmd, buf, 128)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), f"bpf({cmd})")
+    return r, buf
+# BPF_MAP_CREATE: BPF_MAP_TYPE_HASH, 4-byte keys and values
+fd, _ = bpf(0, struct.pack("IIII", 1, 4, 4, N))
+keys = (ctypes.c_uint32 * N)(*range(N))
+vals = (ctypes.c_uint32 * N)()
+out_k, out_v = (ctypes.c_uint32 * N)(), (ctypes.c_uint32 * N)()
+def batch(cmd, k, v, count, in_batch=0, out_batch=0):
+    attr = struct.pack("QQQQIIQQ", in_batch, out_batch, ctypes.addressof(k), ctypes.addressof(v), count, fd, 0, 0)
+    return bpf(cmd, attr)
+batch(26, keys, vals, N)  # BPF_MAP_UPDATE_BATCH
+token = ctypes.c_uint64()
+while True:
+    try:
+        batch(24, out_k, out_v, N, 0, ctypes.addressof(token))  # BPF_MAP_LOOKUP_BATCH, the whole map
+    except OSError as e:
+        if e.errno != 2:  # ENOENT: the walk reached the end
+            raise
+"""
+# The RT task: 3 s bursts, 0.1 s apart: one burst that preempts the loop
+# inside a batch walk leaves it in the CPU's local queue for 3 s.
+RT_LONG_BURST = ("import time\n"
+                 "while True:\n"
+                 "    t = time.monotonic()\n"
+                 "    while time.monotonic() - t < 3.0: pass\n"
+                 "    time.sleep(0.1)\n")
+
+
+def test_rt_task_over_a_task_with_migration_disabled():
+    """An RT task that holds CPU 1 for seconds preempts a task that runs
+    with migration disabled (inside a BPF map batch syscall), an LC hog
+    keeping CPU 2 ticking. Each re-enqueue of CPU 1's local queue puts that
+    task straight back (the kernel does not call ops.enqueue for it), and the
+    kernel aborts the scheduler once a task is re-enqueued 257 times without
+    running ("reenqueue limit", seen in a CI run on 2026-12-06 with schedbe's
+    own stats thread behind a 500 ms RT burst): the ticks' rescue of a CPU
+    an RT task has held over 1 ms sent it back 250 times a second. schedbe
+    re-enqueues a CPU's local queue at most 64 times in one RT span
+    (rt_reenq_allowed()); it must still be running after 12 s of bursts."""
+    if tl.NR_CPUS < 3:
+        pytest.skip("needs 3 CPUs: the RT task's, the ticking hog's and the harness's")
+    procs = []
+    with tl.Schedbe("--stats", 1, "--json", name="rt-migrate-disabled") as sched:
+        try:
+            loop = tl.spawn([sys.executable, "-c", MIGRATE_DISABLED_LOOP], cpus=[1], stderr=subprocess.PIPE)
+            procs.append(loop)
+            procs.append(tl.spawn(tl.BUSY_LOOP, cpus=[2]))
+            time.sleep(2)
+            assert loop.poll() is None, f"the batch loop exited: {loop.stderr.read().decode()[-500:]}"
+            rt = tl.spawn(["python3", "-c", RT_LONG_BURST], cpus=[1])
+            procs.append(rt)
+            os.sched_setscheduler(rt.pid, os.SCHED_FIFO, os.sched_param(10))
+            deadline = time.monotonic() + 12
+            while time.monotonic() < deadline:
+                sched.check_running()
+                time.sleep(0.5)
+            sched.check_running()
+        finally:
+            for p in procs:
+                tl.kill_proc(p)
+        time.sleep(1.5)
+        log = sched.log_tail(100000)
+    tl.log(f"rt over migration disabled: {stats_total(log, 'rt_evacuations')} evacuations, "
+           f"{stats_total(log, 'rt_rescues')} rescues in 12 s")
+    assert "reenqueue limit" not in log, log[-3000:]

@@ -60,6 +60,7 @@ static __always_inline bool rescue_available(void)
 /* What a CPU runs, as the sched_switch program saw it last; tracepoint path only. */
 struct rt_cpu {
 	u64 since;	/* since when an RT/DL task runs there (0: none) */
+	u32 reenqs;	/* its local queue's re-enqueues in this RT/DL span (rt_reenq_allowed()) */
 	bool idle;	/* it runs its idle task */
 };
 
@@ -127,6 +128,25 @@ static __always_inline bool evacuate_now(struct task_struct *next)
 #endif
 }
 
+/*
+ * A task that cannot leave a CPU stays in its local queue however often
+ * that is re-enqueued: the kernel does not call ops.enqueue for a task with
+ * migration disabled, it puts it straight back. The kernel here (7.3)
+ * aborts the scheduler when a task is re-enqueued 257 times without
+ * running (SCX_EV_REENQ_REPEAT), as CI saw on 2026-12-06: a thread inside
+ * a BPF map batch syscall, preempted by a 500 ms RT burst, sent back at
+ * every tick of the other CPU. So a CPU's local queue is re-enqueued at
+ * most this many times in one RT/DL span; past that, what lands there
+ * waits out the burst, as before lazy evacuation's rescues existed. A span
+ * ends with the CPU running its queue, the stuck task first.
+ */
+#define SCHEDBE_RT_REENQ_MAX	64
+
+static __always_inline bool rt_reenq_allowed(struct rt_cpu *c)
+{
+	return !c || __sync_fetch_and_add(&c->reenqs, 1) < SCHEDBE_RT_REENQ_MAX;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
@@ -147,6 +167,8 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 			rt_burst_ended(prev, now - c->since);
 #endif
 		c->since = rt ? now : 0;
+		if (rt)
+			c->reenqs = 0;
 		__sync_fetch_and_add(&nr_rt_cpus, rt ? 1 : -1);
 	}
 	/* written only on a change: the count's line is shared by every CPU */
@@ -154,7 +176,7 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 		c->idle = idle;
 		__sync_fetch_and_add(&nr_idle_cpus, idle ? 1 : -1);
 	}
-	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now(next) &&
+	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now(next) && rt_reenq_allowed(c) &&
 	    !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_evacuations, 1);
 	return 0;
@@ -188,7 +210,7 @@ static void rescue_held_for(u32 self, u64 now, u64 min_ns)
 		c = bpf_map_lookup_elem(&rt_cpus, &i);
 		if (!rt_held_for(c, now, min_ns))
 			continue;
-		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i)) {
+		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i) && rt_reenq_allowed(c)) {
 			scx_bpf_dsq_reenq(SCX_DSQ_LOCAL_ON | i, 0);
 			STAT_ADD(rt_rescues, 1);
 		}
@@ -242,7 +264,7 @@ static __always_inline void rt_strand_check(void)
 	c = bpf_map_lookup_elem(&rt_cpus, &cpu);
 	if (!rt_held_for(c, bpf_ktime_get_ns(), SCHEDBE_RT_STRAND_NS))
 		return;
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && !scx_bpf_reenqueue_local_from_anywhere())
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && rt_reenq_allowed(c) && !scx_bpf_reenqueue_local_from_anywhere())
 		STAT_ADD(rt_rescues, 1);
 }
 
