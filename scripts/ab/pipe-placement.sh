@@ -11,7 +11,7 @@ one() {  # label
   for pin in "" "taskset -c 1"; do
     out=$(perf stat -x, -e sched:sched_migrate_task,sched:sched_wakeup,context-switches -- $pin perf bench sched pipe -l 5000 2>&1)
     ops=$(echo "$out" | grep -o '[0-9]* ops/sec' | head -1)
-    echo "$1 pin=${pin:-none} $ops | $(echo "$out" | grep -E 'sched_|context|resched' | cut -d, -f1,3 | tr '\n' ' ')"
+    echo "$1 pin=${pin:-none} $ops | $(echo "$out" | grep -E 'sched_|context' | cut -d, -f1,3 | tr '\n' ' ')"
   done
 }
 for r in 1 2 3; do
