@@ -1,12 +1,17 @@
 #!/bin/bash
-# perf bench sched pipe under EEVDF and `schedbe run`, unpinned and with both tasks on
-# one CPU (taskset -c 1), 3 rounds alternating, with perf stat's counts of migrations,
-# wakeups and context switches: where the two tasks run decides pipe's
+# perf bench sched pipe under EEVDF and sched_ext schedulers, unpinned and with both
+# tasks on one CPU (taskset -c 1), 3 rounds alternating, with perf stat's counts of
+# migrations, wakeups and context switches: where the two tasks run decides pipe's
 # throughput under emulation (docs/overhead.md, "2026-12-06 (third)"). Run in the VM:
 #   scripts/vm.sh --prompt-timers --cpus 2 --mem 2G --timeout 900 -- scripts/ab/pipe-placement.sh
-# B=path picks the schedbe binary (default target/release/schedbe).
+# SCHEDS lists the sched_ext schedulers (default "schedbe"): schedbe is `B run` (B, the
+# binary, default target/release/schedbe), LABEL=PATH another schedbe build's `PATH run`,
+# any other name a peer from .cache/peers/bin (scripts/peers.sh builds them), e.g.
+# SCHEDS="schedbe new=results/tmp/ab/bin-new scx_bpfland scx_lavd"; ROUNDS (3).
 cd "$(dirname "$0")/../.."
 B=${B:-target/release/schedbe}
+SCHEDS=${SCHEDS:-schedbe}
+ROUNDS=${ROUNDS:-3}
 one() {  # label
   for pin in "" "taskset -c 1"; do
     out=$(perf stat -x, -e sched:sched_migrate_task,sched:sched_wakeup,context-switches -- $pin perf bench sched pipe -l 5000 2>&1)
@@ -14,11 +19,19 @@ one() {  # label
     echo "$1 pin=${pin:-none} $ops | $(echo "$out" | grep -E 'sched_|context' | cut -d, -f1,3 | tr '\n' ' ')"
   done
 }
-for r in 1 2 3; do
+for r in $(seq "$ROUNDS"); do
   one eevdf
-  $B run > /tmp/sb.log 2>&1 & pid=$!
-  for i in $(seq 50); do grep -q enabled /sys/kernel/sched_ext/state 2>/dev/null && break; sleep 0.2; done
-  sleep 1
-  one schedbe
-  kill -INT $pid; wait $pid
+  for s in $SCHEDS; do
+    case $s in
+      schedbe) cmd=("$B" run) ;;
+      *=*) cmd=("${s#*=}" run); s=${s%%=*} ;;
+      *) cmd=(".cache/peers/bin/$s") ;;
+    esac
+    "${cmd[@]}" > "/tmp/$s.log" 2>&1 & pid=$!
+    for i in $(seq 50); do grep -q enabled /sys/kernel/sched_ext/state 2>/dev/null && break; sleep 0.2; done
+    sleep 1
+    one "$s"
+    kill -INT $pid; wait $pid
+    for i in $(seq 50); do grep -q disabled /sys/kernel/sched_ext/state 2>/dev/null && break; sleep 0.2; done
+  done
 done

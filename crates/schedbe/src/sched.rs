@@ -152,6 +152,14 @@ impl<'a> Scheduler<'a> {
             skel.progs.schedbe_cgroup_set_idle.set_autoload(false);
         }
 
+        // Queued wakeups (v6.15+; EEVDF's TTWU_QUEUE): a wakeup onto another CPU
+        // that is idle hands the task's enqueue to that CPU (an IPI, or nothing
+        // when it polls) instead of the waker taking its run queue's lock and
+        // running the enqueue itself. ops.enqueue then runs there, sometimes
+        // without ops.select_cpu before it (a wakee still switching out), which
+        // it handles as it handles every task select_cpu did not place.
+        skel.struct_ops.schedbe_ops_mut().flags |= *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+
         // Thaw what a previous run left parked before anything else changes.
         let parker = park::start(&cfg.park_options())?;
 
@@ -377,6 +385,7 @@ impl<'a> Scheduler<'a> {
             t.be_ns += s.be_ns;
             t.lc_dispatches += s.lc_dispatches;
             t.lc_direct += s.lc_direct;
+            t.sync_unstacks += s.sync_unstacks;
             t.be_dispatches += s.be_dispatches;
             t.preempt_be += s.preempt_be;
             t.kick_lat_ns += s.kick_lat_ns;
@@ -428,6 +437,7 @@ impl<'a> Scheduler<'a> {
             resv_groups: self.resv.as_ref().map_or(0, |r| r.len() as u64),
             bw_conc_yields: t.bw_conc_yields,
             lc_direct: t.lc_direct,
+            sync_unstacks: t.sync_unstacks,
             lc_dispatches: t.lc_dispatches,
             be_dispatches: t.be_dispatches,
             guard_slices: t.guard_slices,

@@ -64,6 +64,9 @@ pub struct Metrics {
     pub kick_idle: u64,
     #[stat(desc = "LC wakeups placed directly on an idle CPU")]
     pub lc_direct: u64,
+    #[stat(desc = "Synchronous LC wakeups sent to an idle CPU instead of sharing the waker's CPU")]
+    #[serde(default)]
+    pub sync_unstacks: u64,
     #[stat(desc = "LC tasks taken from the shared LC queues")]
     pub lc_dispatches: u64,
     #[stat(desc = "BE tasks taken from the BE queues")]
@@ -191,6 +194,7 @@ impl Metrics {
             bw_conc_yields: self.bw_conc_yields - prev.bw_conc_yields,
             kick_idle: self.kick_idle - prev.kick_idle,
             lc_direct: self.lc_direct - prev.lc_direct,
+            sync_unstacks: self.sync_unstacks - prev.sync_unstacks,
             lc_dispatches: self.lc_dispatches - prev.lc_dispatches,
             be_dispatches: self.be_dispatches - prev.be_dispatches,
             guard_slices: self.guard_slices - prev.guard_slices,

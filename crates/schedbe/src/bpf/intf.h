@@ -41,6 +41,7 @@ struct cpu_stats {
 	u64 be_ns;		/* CPU time of BE tasks (guard slices included) */
 	u64 lc_dispatches;	/* LC tasks taken from a shared LC queue */
 	u64 lc_direct;		/* LC wakeups placed straight on an idle CPU */
+	u64 sync_unstacks;	/* sync wakeups sent to an idle CPU, not stacked on the waker's (lc_place.bpf.h) */
 	u64 be_dispatches;	/* BE tasks taken from a BE queue */
 	u64 preempt_be;		/* entry check: LC wakeup preempted a CPU running BE */
 	u64 kick_idle;		/* LC/BE enqueue woke an idle CPU */

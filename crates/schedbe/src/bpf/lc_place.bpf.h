@@ -459,4 +459,31 @@ static __always_inline bool sync_to_waker(s32 cpu, u64 wake_flags)
 	return wctx && wctx->tier == TIER_LC;
 }
 
+/*
+ * A synchronous wakeup whose wakee last ran on the waker's own CPU, and for
+ * which the kernel's default picker chose that CPU again (it does while some
+ * CPU idles and the waker's local queue is empty): left there, the pair
+ * shares one CPU for good, because nothing in sched_ext pulls a task out of
+ * a local queue (EEVDF's idle balance would, and its select_idle_sibling()
+ * prefers an idle CPU to a busy waker's). The picker asked again without the
+ * sync hint finds an idle CPU as it would for any wakeup (the waker's LLC
+ * first, a whole idle core first); from then on each of the two wakes on its
+ * own idle CPU, the picker's first choice for a sync wakeup too. With no idle
+ * CPU the waker's stays. Call only from ops.select_cpu, with the picker's
+ * choice @cpu.
+ */
+static __always_inline s32 sync_unstack(struct task_struct *p, s32 cpu, s32 prev_cpu, u64 wake_flags)
+{
+	bool is_idle = false;
+	s32 idle;
+
+	if (!(wake_flags & SCX_WAKE_SYNC) || cpu != prev_cpu || cpu != bpf_get_smp_processor_id())
+		return cpu;
+	idle = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
+	if (!is_idle)
+		return cpu;
+	STAT_ADD(sync_unstacks, 1);
+	return idle;
+}
+
 #endif /* __SCHEDBE_LC_PLACE_BPF_H */

@@ -241,6 +241,8 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 		return prev_cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle)
+		cpu = sync_unstack(p, cpu, prev_cpu, wake_flags);
 	if (!is_idle && !sync_to_waker(cpu, wake_flags))
 		return cpu;
 	/*
