@@ -192,6 +192,16 @@ static __always_inline struct starve_win *task_starve(struct task_struct *p)
 
 #include "park_fifo.bpf.h"
 
+/* sync_pick.bpf.h: the waker's kind as last classified (BE wakers do not sleep on cue) */
+static __always_inline bool current_is_be(void)
+{
+	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
+
+	return wctx && wctx->kind == KIND_BE;
+}
+
+#include "sync_pick.bpf.h"
+
 static __always_inline struct akita_server_conf *sconf(s32 sid)
 {
 	u32 k = sid;
@@ -323,7 +333,8 @@ s32 BPF_STRUCT_OPS(akita_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wa
 		/* BE goes through ops.dispatch, which takes everything else first */
 		return prev_cpu;
 	}
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	/* never a BE waker's busy CPU reported idle (sync_pick.bpf.h) */
+	cpu = pick_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (is_idle)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, host_slice_ns, 0);
 	return cpu;

@@ -445,6 +445,9 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
  * warm cache, once the waker sleeps. Queueing it on the shared queue instead
  * would also wake an idle CPU to pull it across (an IPI and a migration per
  * message). Only behind an LC waker: behind BE it would wait a BE slice.
+ * Here the picker found no idle CPU and returned @p's previous CPU, the
+ * waker's; the case where it reports the waker's busy CPU idle is
+ * pick_cpu_dfl()'s (sync_pick.bpf.h), which never keeps it behind BE.
  * (Forcing every sync wakeup onto the waker's CPU, as EEVDF's wake_affine
  * does, was measured too: pipe throughput fell from 0.52 to 0.35 of EEVDF's
  * under emulation, docs/overhead-log.md.)

@@ -31,7 +31,9 @@
  *            should publish would stay at 0 while it waited for the floor
  *            (seen: 8.7 s at load 1.3 on 4 CPUs). It takes about 3% of a
  *            CPU.
- *  preempt:  an LC wakeup that finds no idle CPU preempts the CPU whose
+ *  entry:    an LC wakeup that finds no idle CPU preempts a CPU running
+ *            BE (its previous CPU first), as SCHED_BE's entry check does.
+ *  preempt:  an LC wakeup that finds no idle CPU nor BE preempts the CPU whose
  *            task belongs to the most loaded sandbox, if that sandbox is
  *            more loaded than the waking one by preempt_margin and its task
  *            has run min_run_ns: light functions do not wait a slice for
@@ -138,6 +140,7 @@ struct cpu_state {
 	u64 floor_last;
 	u64 be_walk_next;	/* when it may next walk the BE queue (be_walk) */
 	u8 lc;
+	u8 be;			/* it runs a BE task (entry: an LC wakeup preempts it) */
 };
 
 struct {
@@ -208,6 +211,16 @@ static __always_inline struct starve_win *task_starve(struct task_struct *p)
 }
 
 #include "park_fifo.bpf.h"
+
+/* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
+static __always_inline bool current_is_be(void)
+{
+	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
+
+	return wctx && wctx->be;
+}
+
+#include "sync_pick.bpf.h"
 
 static __always_inline struct cpu_state *cpu_state(s32 cpu)
 {
@@ -284,7 +297,8 @@ s32 BPF_STRUCT_OPS(llf_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 
 	if (!tctx || classify(p, tctx))
 		return prev_cpu;	/* BE goes through ops.dispatch, after LC */
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	/* never a BE waker's busy CPU reported idle (sync_pick.bpf.h) */
+	cpu = pick_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	/* a task of a throttled cgroup goes through ops.enqueue, which holds it */
 	if (is_idle && (!bw_on || bw_throttled_slot(p, &tctx->bw, bpf_ktime_get_ns()) < 0)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
@@ -294,21 +308,35 @@ s32 BPF_STRUCT_OPS(llf_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 }
 
 /*
- * No CPU was idle for an LC task of load @key: preempt the CPU whose task's
- * sandbox is the most loaded, if it is heavier by preempt_margin and has run
- * min_run_ns (so two light sandboxes do not ping-pong).
+ * No CPU was idle for an LC task of load @key: preempt a CPU running BE
+ * (entry; @p's previous CPU first, else the first found), else the CPU whose
+ * task's sandbox is the most loaded, if it is heavier by preempt_margin and
+ * has run min_run_ns (so two light sandboxes do not ping-pong). Two wakeups
+ * may pick the same BE CPU; the second task then waits in the queue for the
+ * next CPU that dispatches (a slice end, a sleep).
  */
 static void preempt_heaviest(struct task_struct *p, u64 key, u64 now)
 {
 	struct cpu_state *cs;
 	u64 best_key = key + preempt_margin;
-	s32 best = -1;
+	s32 best = -1, prev = scx_bpf_task_cpu(p);
 	u32 i;
 
+	if ((cs = cpu_state(prev)) && cs->be && bpf_cpumask_test_cpu(prev, p->cpus_ptr)) {
+		scx_bpf_kick_cpu(prev, SCX_KICK_PREEMPT);
+		STAT_ADD(preempts, 1);
+		return;
+	}
 	bpf_for(i, 0, scx_bpf_nr_cpu_ids()) {
 		if (i >= LLF_MAX_CPUS)
 			break;
-		if (!(cs = cpu_state(i)) || !cs->lc || !bpf_cpumask_test_cpu(i, p->cpus_ptr))
+		if (!(cs = cpu_state(i)) || !bpf_cpumask_test_cpu(i, p->cpus_ptr))
+			continue;
+		if (cs->be) {
+			best = i;
+			break;
+		}
+		if (!cs->lc)
 			continue;
 		if (cs->key > best_key && now - cs->started >= min_run_ns) {
 			best_key = cs->key;
@@ -513,6 +541,7 @@ static void stint_start(struct task_struct *p, struct task_ctx *tctx, struct cpu
 {
 	cs->started = now;
 	cs->lc = tctx && !tctx->be;
+	cs->be = tctx && tctx->be;
 	cs->key = key_of(p, tctx, now);
 	if (tctx && bw_on)
 		fit_slice(p, tctx, now);
@@ -554,6 +583,7 @@ void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
 	if (!cs)
 		return;
 	cs->lc = 0;
+	cs->be = 0;
 	stint_charge(p, task_ctx(p), cs, bpf_ktime_get_ns(), runnable);
 }
 

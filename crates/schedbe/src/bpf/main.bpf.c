@@ -41,7 +41,9 @@
  *         that task is expected to sleep before the woken one would have
  *         run half its burst, lc_burst_outlasts()); a synchronous wakeup
  *         behind an LC waker that the kernel's picker placed on the
- *         waker's CPU stays there (sync_to_waker()).
+ *         waker's CPU stays there (sync_to_waker()); behind a BE waker
+ *         never (sync_pick.bpf.h: the picker reports the waker's busy CPU
+ *         idle, and BE does not sleep on cue).
  *  no stall: a BE task queued longer than starvation_limit_ns gets one
  *         guard slice, so the sched_ext watchdog never fires; the CPU time
  *         this costs LC is counted (guard_ns).
@@ -68,7 +70,8 @@
  * (those rules remembered per task), task_state.bpf.h
  * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h,
  * park_report.bpf.h (starvation windows and parking's reports),
- * cgrp_watch.bpf.h (when userspace reads cgroup files again).
+ * cgrp_watch.bpf.h (when userspace reads cgroup files again), sync_pick.bpf.h
+ * (the kernel's CPU picker, never a BE waker's busy CPU).
  * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
  * load), cpu_cur.bpf.h (what each CPU runs), resv.bpf.h (reservations),
  * lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
@@ -228,6 +231,15 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	return tier;
 }
 
+/* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
+static __always_inline bool current_is_be(void)
+{
+	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
+
+	return wctx && wctx->tier_valid && wctx->tier == TIER_BE;
+}
+
+#include "sync_pick.bpf.h"
 #include "be_cpumax.bpf.h"
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -240,7 +252,8 @@ s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 	if (!tctx || classify(p, tctx) == TIER_BE)
 		return prev_cpu;
 
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	/* never a BE waker's busy CPU reported idle (sync_pick.bpf.h) */
+	cpu = pick_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (is_idle)
 		cpu = sync_unstack(p, cpu, prev_cpu, wake_flags);
 	if (!is_idle && !sync_to_waker(cpu, wake_flags))
