@@ -138,13 +138,15 @@ BE_WAKER_TRACE_S = 6
 # Judged against EEVDF in the same boot (a SCHED_IDLE writer is preempted by
 # any wakeup of a normal task there): the reader's inversion (BE CPU time
 # while it waits, the tracer's per-task charge) at most this many times
-# EEVDF's plus 2% of the window, and its wakeup p99 within 5 ms. Under
+# EEVDF's plus 3% of the window, and its wakeup p99 within 5 ms. Under
 # emulation every wakeup, EEVDF's too, waits out the rest of the writer's
-# write() before the switch (~0.1 ms). Before the fix the reader waited
-# behind its BE writer for 97% of the window, wakeup p50 23 ms (schedbe),
-# and LLF, which never preempted BE, 50% (p99 8 ms).
-BE_WAKER_VS_EEVDF = 2.0
-BE_WAKER_SLACK = 0.02
+# write() before the switch (~0.1 ms). Measured over three boots (4 vCPUs):
+# EEVDF 0.108-0.132, schedbe 0.115-0.169, LLF 0.203-0.205 (its preemption
+# is a kick, an IPI even to its own CPU), Akita 0.198-0.210. Before the fix
+# the reader waited behind its BE writer for 97% of the window, wakeup p50
+# 23 ms (schedbe), and LLF, which never preempted BE, 50% (p99 8 ms).
+BE_WAKER_VS_EEVDF = 2.5
+BE_WAKER_SLACK = 0.03
 BE_WAKER_P99_MAX_US = 5000
 
 
