@@ -424,6 +424,18 @@ def who_ran(before, window, exclude=(), most=5):
     return sorted((u for u in used if u[2] > 0), key=lambda u: -u[2])[:most]
 
 
+def stat_fields(text):
+    """The fields of a /proc/PID/stat line after the command, which may hold
+    spaces and parentheses: [0] is the state (field 3), [36] the CPU it last
+    ran on (field 39)."""
+    return text.rsplit(")", 1)[-1].split()
+
+
+def last_cpu(pid):
+    """The CPU task `pid` last ran on, by the kernel (/proc/PID/stat)."""
+    return int(stat_fields(Path(f"/proc/{pid}/stat").read_text())[36])
+
+
 def proc_state(pid):
     """Single-letter state of a process, or None when it does not exist."""
     try:
@@ -615,7 +627,7 @@ class Schedbe:
                 except OSError as e:
                     return f"({e.strerror})"
             stat = rd("stat")
-            fields = stat.rsplit(")", 1)[-1].split()
+            fields = stat_fields(stat)
             state, cpu = (fields[0], fields[36]) if len(fields) > 36 else ("?", "?")
             out.append(f"thread {t.name} {rd('comm')}: state {state} cpu {cpu} wchan {rd('wchan')}\n  "
                        + rd("stack").replace("\n", "\n  "))

@@ -48,12 +48,6 @@ WINDOW = 4.0
 MIGRATIONS_PER_TRIP_MAX = 0.1
 
 
-def last_cpu(pid):
-    # field 39, counted after the command's closing parenthesis (it may hold spaces)
-    rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(rest[36])
-
-
 def trips_of(pid):
     """Round trips so far: each is one voluntary switch (a blocking read)."""
     return tl.ctxt_switches(types.SimpleNamespace(pid=pid))[0]
@@ -84,7 +78,7 @@ def test_sync_pair_on_one_cpu_spreads_to_two_idle_cpus():
                 os.sched_setaffinity(pid, [1])
             tl.wait_for(lambda: all(trips_of(pid) > 200 for pid in pair), 30,
                         what="the pair exchanging messages on CPU 1")
-            assert [last_cpu(pid) for pid in pair] == [1, 1]
+            assert [tl.last_cpu(pid) for pid in pair] == [1, 1]
             trips0 = [trips_of(pid) for pid in pair]
             mig0 = [migrations(pid) for pid in pair]
             for pid in pair:
@@ -92,7 +86,7 @@ def test_sync_pair_on_one_cpu_spreads_to_two_idle_cpus():
             apart = samples = 0
             end = time.monotonic() + WINDOW
             while time.monotonic() < end:
-                cpus = [last_cpu(pid) for pid in pair]
+                cpus = [tl.last_cpu(pid) for pid in pair]
                 apart += cpus[0] != cpus[1]
                 samples += 1
                 time.sleep(0.02)
