@@ -26,7 +26,7 @@
 # host core. Without it the main loop waits behind busy vCPU threads in the host's
 # scheduler (up to a slice, milliseconds), and a guest timer's lateness grows with how
 # busy the guest keeps its CPUs, which costs a real machine's timers nothing
-# (docs/overhead.md, "2026-12-06"). Host root only. Once it is in force, the file
+# (docs/overhead-log-9.md, "2026-12-06"). Host root only. Once it is in force, the file
 # $SCHEDBE_VM_RUN/prompt-timers exists in the guest (benchmarks note it in their
 # reports); until then, and if it fails, it does not.
 #

@@ -63,3 +63,47 @@ def test_kallsyms_without_bpf_programs_is_an_error(tmp_path):
     r = run(tmp_path, PROFILE, "ffffffff81000000 T __htab_map_lookup_elem\n")
     assert r.returncode != 0
     assert "lists no BPF programs" in r.stderr
+
+
+SYMS = tl.ROOT / "scripts" / "tbprof" / "syms.py"
+
+
+def write_run(tmp_path, name, base, blocks, bpf=False):
+    """A run's profile and kallsyms, its kernel at `base` (KASLR: each boot its own)."""
+    ks = [f"{base:x} T pipe_write", f"{base + 0x100:x} T set_next_task_scx", f"{base + 0x200:x} T do_check"]
+    if bpf:
+        ks.append("ffffffffc0400000 t bpf_prog_0123456789abcdef_schedbe_enqueue\t[bpf]")
+    (tmp_path / f"{name}.kallsyms").write_text("\n".join(ks) + "\n")
+    lines = []
+    for sym, n, execs in blocks:
+        va = {"pipe_write": base, "scx": base + 0x100, "verifier": base + 0x200, "bpf": 0xffffffffc0400000}[sym]
+        lines.append(f"{va:x} {n} {execs}")
+    (tmp_path / f"{name}.out").write_text("\n".join(lines) + "\n")
+    return str(tmp_path / name)
+
+
+def test_syms_per_operation_and_difference(tmp_path):
+    """(long - short) / ops per symbol, matched by name across boots; boot and
+    load-time work (here the verifier's do_check) cancel out."""
+    # A (EEVDF): pipe_write 100 insns an op; 1000 and 400 ops
+    a_long = write_run(tmp_path, "a-long", 0xffffffff81000000, [("pipe_write", 10, 10 * 1000 + 7)])
+    a_short = write_run(tmp_path, "a-short", 0xffffffff82000000, [("pipe_write", 10, 10 * 400 + 7)])
+    # B: the same pipe_write, plus 30 scx and 50 BPF insns an op, and a verifier run in both
+    b_long = write_run(tmp_path, "b-long", 0xffffffff83000000,
+                       [("pipe_write", 10, 10 * 1000 + 7), ("scx", 3, 10 * 1000), ("bpf", 5, 10 * 1000),
+                        ("verifier", 1000, 5000)], bpf=True)
+    b_short = write_run(tmp_path, "b-short", 0xffffffff84000000,
+                        [("pipe_write", 10, 10 * 400 + 7), ("scx", 3, 10 * 400), ("bpf", 5, 10 * 400),
+                         ("verifier", 1000, 5000)], bpf=True)
+    r = subprocess.run([sys.executable, str(SYMS), "--ops", "1000", "400", a_long, a_short, b_long, b_short],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {l.split()[0]: l.split()[-3:] for l in r.stdout.splitlines()[2:] if len(l.split()) >= 4}
+    assert rows["pipe_write"] == ["100", "100", "0"], r.stdout
+    assert rows["set_next_task_scx"] == ["0", "30", "30"], r.stdout
+    assert rows["schedbe_enqueue"] == ["0", "50", "50"], r.stdout
+    assert rows["do_check"] == ["0", "0", "0"], r.stdout
+    assert "BPF programs" in r.stdout and "180" in next(l for l in r.stdout.splitlines() if "all" in l.split()[:1])
+    r = subprocess.run([sys.executable, str(SYMS), "--ops", "400", "1000", a_long, a_short],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "must exceed" in r.stderr

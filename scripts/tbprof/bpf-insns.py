@@ -14,26 +14,9 @@ somewhere, that counts only its real calls). --kernel adds kernel functions
 the same way (e.g. __htab_map_lookup_elem, bpf_task_storage_get).
 """
 import argparse
-import bisect
-import collections
-import re
 import sys
 
-
-def load_symbols(path):
-    syms = []
-    with open(path) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) < 3:
-                continue
-            addr = int(parts[0], 16)
-            if addr:
-                syms.append((addr, parts[2], len(parts) > 3 and parts[3] == "[bpf]"))
-    if not any(bpf for _, _, bpf in syms):
-        sys.exit(f"bpf-insns.py: {path} lists no BPF programs (saved while none was loaded?)")
-    syms.sort()
-    return syms
+from tbsyms import blocks, load_symbols
 
 
 def main():
@@ -44,32 +27,24 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     a = ap.parse_args()
     syms = load_symbols(a.kallsyms)
-    starts = [s[0] for s in syms]
+    if not any(bpf for _, _, bpf in syms):
+        sys.exit(f"bpf-insns.py: {a.kallsyms} lists no BPF programs (saved while none was loaded?)")
     kernel = set(a.kernel)
-    insns, first = collections.Counter(), {}
-    with open(a.profile) as f:
-        for line in f:
-            va, n, execs = line.split()
-            va, n, execs = int(va, 16), int(n), int(execs)
-            i = bisect.bisect_right(starts, va) - 1
-            if i < 0:
-                continue
-            _, name, bpf = syms[i]
-            if bpf:
-                name = re.sub(r"^bpf_prog_[0-9a-f]+_", "", name)
-            elif name not in kernel:
-                continue
-            insns[name] += n * execs
-            # a block translated again with another length is another entry at the same address
-            if name not in first or va < first[name][0]:
-                first[name] = (va, execs)
-            elif va == first[name][0]:
-                first[name] = (va, first[name][1] + execs)
+    insns, first = {}, {}
+    for name, bpf, va, n, execs in blocks(a.profile, syms):
+        if not bpf and name not in kernel:
+            continue
+        insns[name] = insns.get(name, 0) + n * execs
+        # a block translated again with another length is another entry at the same address
+        if name not in first or va < first[name][0]:
+            first[name] = (va, execs)
+        elif va == first[name][0]:
+            first[name] = (va, first[name][1] + execs)
     stints = first.get("bpf__sched_ext_ops_running", (0, 0))[1]
     bpf_total = sum(w for name, w in insns.items() if name not in kernel)
     print(f"BPF programs: {bpf_total / 1e6:.2f} M instructions; {stints} stints (ops.running calls)"
           + (f"; {bpf_total / stints:.0f} per stint" if stints else ""))
-    programs = [(name, w) for name, w in insns.most_common() if name not in kernel]
+    programs = sorted(((name, w) for name, w in insns.items() if name not in kernel), key=lambda x: -x[1])
     for name, w in programs[:max(a.top, 0)]:
         calls = first[name][1]
         print(f"  {name:32s} {w / 1e6:8.2f} M  {calls:9d} calls  {w / max(calls, 1):7.0f} a call")

@@ -1,12 +1,15 @@
 #!/bin/bash
-# In the guest, for scripts/tbprof/run.sh: run CMD and, while a sched_ext
-# scheduler is loaded, save /proc/kallsyms once (with the JITed BPF programs'
-# addresses, which exist only while they are loaded).
+# In the guest, for scripts/tbprof/run.sh: run CMD, saving /proc/kallsyms at
+# once (the kernel's symbols: enough for a run without a sched_ext scheduler,
+# e.g. EEVDF's side of scripts/tbprof/syms.py) and again once a sched_ext
+# scheduler is loaded (with the JITed BPF programs' addresses, which exist
+# only while they are loaded).
 #   scripts/tbprof/guest.sh KALLSYMS_OUT -- CMD...
 set -u
 out=${1:?usage: guest.sh KALLSYMS_OUT -- CMD...}; shift
 [[ ${1:-} == -- ]] && shift
 sysctl -q net.core.bpf_jit_kallsyms=1 kernel.kptr_restrict=0 || { echo "guest.sh: cannot expose BPF symbols" >&2; exit 2; }
+cat /proc/kallsyms > "$out.tmp" && mv "$out.tmp" "$out"
 (
     for _ in $(seq 1 300); do
         sleep 2
@@ -16,9 +19,11 @@ sysctl -q net.core.bpf_jit_kallsyms=1 kernel.kptr_restrict=0 || { echo "guest.sh
             exit 0
         fi
     done
-    echo "guest.sh: no sched_ext scheduler was loaded within 10 min" >&2
 ) &
+watcher=$!
 "$@"
 rc=$?
-wait
+# a scheduler loaded by CMD has been saved by now (or CMD ran none)
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 exit $rc
