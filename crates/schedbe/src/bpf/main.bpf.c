@@ -428,15 +428,18 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	 * Concurrency mode, a backstop: every path that gives @p a CPU took its
 	 * tokens; should one not have, @p takes them now or gives the CPU back.
 	 */
-	if (!bw_conc_take(p, &tctx->bw, tctx->started_at)) {
+	if (bw_conc_on() && !bw_conc_take(p, &tctx->bw, tctx->started_at)) {
 		STAT_ADD(bw_conc_yields, 1);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
 	/*
 	 * cpu.max: run no longer than the runtime the task's cgroups have left.
 	 * A task boosted out of an RCU read-side section needs only a moment.
+	 * Neither (the common case): the slice stands, and the two calls above
+	 * and here, 80 instructions a pipe message (docs/overhead.md), are not made.
 	 */
-	fit_slice(p, tctx, cpu, tctx->rcu_boost && p->scx.slice > RCU_BOOST_SLICE_NS ? RCU_BOOST_SLICE_NS : p->scx.slice);
+	if (bw_on || tctx->rcu_boost)
+		fit_slice(p, tctx, cpu, tctx->rcu_boost && p->scx.slice > RCU_BOOST_SLICE_NS ? RCU_BOOST_SLICE_NS : p->scx.slice);
 	if (tctx->tier == TIER_BE) {
 		struct cpu_cur *c = cpu_cur(cpu);
 
