@@ -9,8 +9,8 @@
  *
  * The includer defines be_cpus, lc_vtime_now, lc_slice_ns, lc_dsq(),
  * task_ctx(), TIER_LC/TIER_BE, STAT_ADD and nr_llcs, and includes
- * rt_takeover.bpf.h (rescue_available()), cpu_cur.bpf.h, resv.bpf.h and
- * lc_clock.bpf.h.
+ * rt_takeover.bpf.h (rescue_available()), cpu_cur.bpf.h, resv.bpf.h,
+ * lc_clock.bpf.h and sync_pick.bpf.h (picked_sync_waker()).
  */
 #ifndef __SCHEDBE_LC_PLACE_BPF_H
 #define __SCHEDBE_LC_PLACE_BPF_H
@@ -456,7 +456,7 @@ static __always_inline bool sync_to_waker(s32 cpu, u64 wake_flags)
 {
 	struct task_ctx *wctx;
 
-	if (!(wake_flags & SCX_WAKE_SYNC) || cpu != bpf_get_smp_processor_id())
+	if (!picked_sync_waker(cpu, wake_flags))
 		return false;
 	wctx = task_ctx(bpf_get_current_task_btf());
 	return wctx && wctx->tier == TIER_LC;
@@ -480,7 +480,7 @@ static __always_inline s32 sync_unstack(struct task_struct *p, s32 cpu, s32 prev
 	bool is_idle = false;
 	s32 idle;
 
-	if (!(wake_flags & SCX_WAKE_SYNC) || cpu != prev_cpu || cpu != bpf_get_smp_processor_id())
+	if (cpu != prev_cpu || !picked_sync_waker(cpu, wake_flags))
 		return cpu;
 	idle = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags & ~SCX_WAKE_SYNC, &is_idle);
 	if (!is_idle)

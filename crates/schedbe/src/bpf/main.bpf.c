@@ -189,6 +189,15 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline u64 lc_dsq(u32 llc) { return SCHEDBE_LC_DSQ_BASE + llc; }
 static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
 
+/* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
+static __always_inline bool current_is_be(void)
+{
+	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
+
+	return wctx && wctx->tier_valid && wctx->tier == TIER_BE;
+}
+
+#include "sync_pick.bpf.h"
 #include "lc_clock.bpf.h"
 #include "lc_place.bpf.h"
 
@@ -231,15 +240,6 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	return tier;
 }
 
-/* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
-static __always_inline bool current_is_be(void)
-{
-	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
-
-	return wctx && wctx->tier_valid && wctx->tier == TIER_BE;
-}
-
-#include "sync_pick.bpf.h"
 #include "be_cpumax.bpf.h"
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
