@@ -666,6 +666,22 @@ def last_stats(sched):
     return lines[-1]
 
 
+def policy_args(policy):
+    """`schedbe run` arguments for a policy under test: "sched-be" (the
+    default), "llf" (no sandbox pattern matched: every LC task is a host
+    task), "akita" (a VM file with no VM, on the last CPU: LC tasks are host
+    tasks). BE is below them all."""
+    if policy == "sched-be":
+        return []
+    if policy == "llf":
+        return ["--policy", "llf"]
+    if policy == "akita":
+        vms = results_dir() / "akita-no-vm.toml"
+        vms.write_text(f'cpus = "{NR_CPUS - 1}"\ninitial_temperature = 5\n')
+        return ["--policy", "akita", "--vms", str(vms)]
+    raise ValueError(f"unknown policy {policy!r}")
+
+
 # ------------------------------------------------------------------ the tracer
 
 def trace_cmd(duration, be_cgroups=(), output=None, per_task=False, grace_us=None, cgroups=(), extra=(),

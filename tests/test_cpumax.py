@@ -47,11 +47,6 @@ def stop_all(procs):
         tl.kill_proc(p)
 
 
-def policy_args(policy):
-    """The LLF policy enforces cpu.max too (quota mode), with the same code."""
-    return ["--policy", "llf"] if policy == "llf" else []
-
-
 @pytest.mark.parametrize("policy", ["sched-be", "llf"])
 def test_quota_holds_and_unlimited_keep_the_rest(policy):
     """cpu.max 50000 100000 with 4 hogs: 0.50 CPU; an unlimited cgroup with 4
@@ -66,7 +61,7 @@ def test_quota_holds_and_unlimited_keep_the_rest(policy):
     lim = tl.cg_create(f"{tl.TEST_CG}/lim", cpu_max="50000 100000")
     free = tl.cg_create(f"{tl.TEST_CG}/free")
     procs = []
-    with tl.Schedbe(*policy_args(policy), "--stats", 1, "--json", name=f"cpumax-quota-{policy}") as sched:
+    with tl.Schedbe(*tl.policy_args(policy), "--stats", 1, "--json", name=f"cpumax-quota-{policy}") as sched:
         try:
             procs += hogs(lim, 4) + hogs(free, 4)
             time.sleep(WARM)
@@ -104,7 +99,7 @@ def test_nested_limits(policy):
     parent = tl.cg_create(f"{tl.TEST_CG}/parent", cpu_max="100000 100000")
     kids = [tl.cg_create(f"{parent}/{k}", cpu_max="80000 100000") for k in ("a", "b")]
     procs = []
-    with tl.Schedbe(*policy_args(policy), name=f"cpumax-nested-{policy}") as sched:
+    with tl.Schedbe(*tl.policy_args(policy), name=f"cpumax-nested-{policy}") as sched:
         try:
             procs += hogs(kids[0], 4) + hogs(kids[1], 4)
             time.sleep(WARM)
@@ -127,7 +122,7 @@ def test_limit_changed_at_run_time(before, after, want, policy):
     """A limit written while schedbe runs holds from two periods later."""
     rel = tl.cg_create(f"{tl.TEST_CG}/chg", cpu_max=before)
     procs = []
-    with tl.Schedbe(*policy_args(policy), name=f"cpumax-change-{policy}") as sched:
+    with tl.Schedbe(*tl.policy_args(policy), name=f"cpumax-change-{policy}") as sched:
         try:
             procs += hogs(rel, 4)
             time.sleep(WARM + 0.5)
@@ -156,7 +151,7 @@ def test_throttled_most_of_the_time_no_stall(policy):
     be = tl.cg_create(f"{tl.TEST_CG}/be1", cpu_max="1000 100000", cpu_idle=1)
     procs = []
     frozen = False
-    with tl.Schedbe(*policy_args(policy), name=f"cpumax-60s-{policy}") as sched:
+    with tl.Schedbe(*tl.policy_args(policy), name=f"cpumax-60s-{policy}") as sched:
         try:
             # Exec'd elsewhere, then moved: an exec at 1% of a CPU takes seconds,
             # and a child that joins a cgroup before its exec would hang spawn()
@@ -189,7 +184,7 @@ def test_cgroup_removed_while_throttled(policy):
     lim = tl.cg_create(f"{tl.TEST_CG}/gone", cpu_max="1000 100000")
     dst = tl.cg_create(f"{tl.TEST_CG}/after")
     procs = []
-    with tl.Schedbe(*policy_args(policy), name=f"cpumax-rmdir-{policy}") as sched:
+    with tl.Schedbe(*tl.policy_args(policy), name=f"cpumax-rmdir-{policy}") as sched:
         try:
             procs += hogs(dst, 2)
             time.sleep(WARM)

@@ -144,19 +144,6 @@ BE_WAKER_SLACK = 0.03
 BE_WAKER_P99_MAX_US = 5000
 
 
-def policy_args(policy):
-    """schedbe's arguments for `policy`; Akita gets one idle LO VM on CPU 3."""
-    if policy == "llf":
-        return ["--policy", "llf"]
-    if policy == "akita":
-        vm = tl.cg_create(f"{CG}-vm")
-        f = tl.results_dir() / "be-waker-vms.toml"
-        f.write_text(f'cpus = "3"\ninitial_temperature = 5\n\n[[vm]]\nname = "idle"\ncgroup = "{vm}"\n'
-                     'criticality = "LO"\ntype = 2\nvcpus = 1\n')
-        return ["--policy", "akita", "--vms", str(f)]
-    return []
-
-
 def reader_under(policy):
     """Run the reader's workload under `policy` (None: EEVDF) and trace it:
     the tracer's row for the reader, and its inversion as a share of the window."""
@@ -165,7 +152,7 @@ def reader_under(policy):
     os.sched_setaffinity(0, {0})
     name = f"be-waker-{policy or 'eevdf'}"
     procs = []
-    sched = tl.Schedbe(*policy_args(policy), name=name) if policy else None
+    sched = tl.Schedbe(*tl.policy_args(policy), name=name) if policy else None
     try:
         if sched:
             sched.start()

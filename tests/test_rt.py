@@ -106,16 +106,9 @@ def stats_total(log_text, key):
 
 
 def policy_args(policy):
-    """`schedbe run` arguments for the policy under test. Under Akita and LLF
-    the LC workers are host tasks (a VM file with no VM; no sandbox), and BE
-    is below them as it is below LC."""
-    if policy == "sched-be":
-        return ["--stats", 1, "--json"]
-    if policy == "llf":
-        return ["--policy", "llf", "--stats", 1, "--json"]
-    vms = tl.results_dir() / "rt-akita-vms.toml"
-    vms.write_text(f'cpus = "{tl.NR_CPUS - 1}"\ninitial_temperature = 5\n')
-    return ["--policy", "akita", "--vms", vms, "--stats", 1, "--json"]
+    """`schedbe run` arguments for the policy under test (tl.policy_args:
+    under Akita and LLF the LC workers are host tasks), with JSON stats."""
+    return tl.policy_args(policy) + ["--stats", 1, "--json"]
 
 
 @pytest.mark.parametrize("policy,hogs", [("sched-be", "be"), ("akita", "be"), ("llf", "be"), ("sched-be", "lc"),
