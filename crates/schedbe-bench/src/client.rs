@@ -1,4 +1,4 @@
-//! `schedbe bench client`: the open-loop load generator. Requests leave on a
+//! `schedbe-bench client`: the open-loop load generator. Requests leave on a
 //! Poisson schedule computed in advance from a seed; latency is measured
 //! from the *intended* send time, so a late sender (or a server that makes
 //! the sender wait) shows up as latency, never as silently missing load

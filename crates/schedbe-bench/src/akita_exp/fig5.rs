@@ -1,4 +1,4 @@
-//! `schedbe bench akita-mc`: the Akita paper's Fig. 5. A memcached server
+//! `schedbe-bench akita-mc`: the Akita paper's Fig. 5. A memcached server
 //! (Debian's) is a HI VM of type 1 (C_opt 5, C_pes 25, T 100 ms) on one
 //! CPU; an open-loop Poisson client speaking the memcached protocol runs on
 //! the other CPUs. First alone, then next to three LO VMs of type 2 (25 ms
