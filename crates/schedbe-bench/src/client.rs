@@ -517,9 +517,9 @@ pub fn run(a: &ClientArgs) -> Result<()> {
 }
 
 /// Progress lines go to stderr from a thread of their own. The sending thread
-/// never writes to the console itself: in the VM a console write took 30-240
-/// ms, and the client's send lag spiked every progress interval in every
-/// configuration (k8s-lc-burst, 3 vCPUs: none with --progress-secs 0).
+/// never writes to the console itself: a write to a slow console blocks for
+/// milliseconds, and every progress line would then show up as send lag
+/// (docs/results-kubernetes.md, "A harness fix on the way").
 struct Printer {
     label: String,
     tx: Option<std::sync::mpsc::SyncSender<String>>,

@@ -235,8 +235,9 @@ fn defaults(k: ExpKind, quick: bool) -> Defaults {
             drain: 300.0,
         },
         ExpKind::LcAlone => Defaults { configs: "eevdf,schedbe", util: 0.85, lc_alone, be, tail: 0.0, reps, with_be: false, drain: 30.0 },
-        // util: of service1's limit. 0.5 leaves it room under its quota:
-        // under load a request costs ~1.5x its calibrated demand in the VM.
+        // util: of service1's limit. 0.5 leaves it room under its quota, as a
+        // request costs more than its calibrated demand on a busy node
+        // (docs/bench.md, "k8s-lc-burst and k8s-lc-guar").
         ExpKind::K8sLcBurst | ExpKind::K8sLcGuar => Defaults { configs: "eevdf,schedbe,schedbe-conc", util: 0.5, lc_alone, be, tail: 0.0, reps, with_be: true, drain: 30.0 },
     }
 }
