@@ -2,21 +2,24 @@
 #
 #   setup      install the toolchain, QEMU, virtme-ng, stress-ng... (root, Debian 12)
 #              and fetch a Debian kernel with sched_ext into .cache/kernel
-#   build      cargo build --release --workspace (--locked when Cargo.lock exists)
+#   build      cargo build --release --workspace (--locked when Cargo.lock exists):
+#              target/release/schedbe (the scheduler and its tools) and
+#              target/release/schedbe-bench (the evaluation harness, docs/bench.md)
 #   test       setup, build, cargo tests, host-side tests, the VM suite in one boot, then
 #              the figures of the suite's bench run, drawn on the host
 #   test-vm    only the VM suite; T="tests/test_cli.py -k exec" picks tests
 #   demo       setup, build, then the papers' srv-bg experiment at ~85% load in a
-#              2-vCPU VM (weights, sched-idle, schedbe; schedbe bench): prints the
+#              2-vCPU VM (weights, sched-idle, schedbe; schedbe-bench): prints the
 #              summary table and where the figures are (< 15 min on 2 cores)
 #   bench-overhead  schedbe's cost with no BE against EEVDF, scx_bpfland and scx_lavd
-#              (schedbe bench overhead, 3 repetitions) in a VM with a vCPU per host core
+#              (schedbe-bench overhead, 3 repetitions) in a VM with a vCPU per host core
 #              (at most 4); builds the peers on the host first (scripts/peers.sh, cached
 #              in .cache/peers; the first time 10-30 min), draws the figure on the host.
 #              OVERHEAD_ARGS adds options; the guest's timers are prompt
 #              (vm.sh --prompt-timers; OVERHEAD_VM_OPTS= for plain emulation)
 #   vm-shell   an interactive shell in the guest
-#   install    the binary to $(PREFIX)/bin (/usr/local) and the systemd unit
+#   install    the scheduler binary to $(PREFIX)/bin (/usr/local) and the systemd unit
+#   install-bench  the harness, schedbe-bench, next to it (it runs the schedbe beside it)
 #   clean      cargo clean and results/tmp; distclean also drops the cached kernel
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -34,7 +37,7 @@ VM_RETRIES ?= 2
 DEMO_CPUS ?= 2
 T ?=
 
-.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo bench-overhead vm-shell install clean distclean
+.PHONY: setup build test test-unit test-host test-vm test-bench-plot demo bench-overhead vm-shell install install-bench clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -69,7 +72,7 @@ test-vm:
 	  python3 tests/digest.py; \
 	  exit $$rc; done
 
-# The figures of the VM suite's `schedbe bench srv-bg --quick` run (tests/test_bench.py),
+# The figures of the VM suite's `schedbe-bench srv-bg --quick` run (tests/test_bench.py),
 # drawn here: matplotlib under emulation takes minutes per figure.
 test-bench-plot:
 	SCHEDBE_REQUIRE_BENCH=1 $(PYTEST) -v -rs -m bench_plot tests
@@ -78,10 +81,10 @@ demo: setup
 	$(MAKE) build
 	$(VM) --cpus $(DEMO_CPUS) --mem $(VM_MEM) --timeout 840 -- scripts/demo.sh
 	@echo "== figures (drawn on the host)"
-	@target/release/schedbe bench plot results/tmp/demo/srv-bg | sed 's/^/figure:  /'
+	@target/release/schedbe-bench plot results/tmp/demo/srv-bg | sed 's/^/figure:  /'
 	@echo "summary: results/tmp/demo/srv-bg/summary.md"
 
-# schedbe bench overhead (docs/bench.md). The peers are built here, on the host (the guest
+# schedbe-bench overhead (docs/bench.md). The peers are built here, on the host (the guest
 # sees the host's files read-only); the guest runs the benchmark with --no-plot (matplotlib
 # takes minutes under emulation) and the figure is drawn here.
 OVERHEAD_OUT ?= results/tmp/bench/overhead
@@ -99,11 +102,12 @@ bench-overhead: setup
 	bash scripts/peers.sh
 	rm -rf $(OVERHEAD_OUT)
 	$(VM) $(OVERHEAD_VM_OPTS) --cpus $(OVERHEAD_CPUS) --mem $(VM_MEM) --timeout $(OVERHEAD_TIMEOUT) -- \
-		target/release/schedbe bench overhead --no-plot --out $(OVERHEAD_OUT) $(OVERHEAD_ARGS)
-	@target/release/schedbe bench plot $(OVERHEAD_OUT) | sed 's/^/figure:  /'
+		target/release/schedbe-bench overhead --no-plot --out $(OVERHEAD_OUT) $(OVERHEAD_ARGS)
+	@target/release/schedbe-bench plot $(OVERHEAD_OUT) | sed 's/^/figure:  /'
 	@echo "summary: $(OVERHEAD_OUT)/summary.md"
 
-# The binary and the systemd unit (packaging/systemd/schedbe.service).
+# The scheduler binary and the systemd unit (packaging/systemd/schedbe.service); the
+# harness is not part of a node's install (install-bench adds it).
 PREFIX ?= /usr/local
 install: build
 	install -D -m 0755 target/release/schedbe $(DESTDIR)$(PREFIX)/bin/schedbe
@@ -111,6 +115,9 @@ install: build
 	sed 's|/usr/local/bin/schedbe|$(PREFIX)/bin/schedbe|g' packaging/systemd/schedbe.service \
 		> $(DESTDIR)/etc/systemd/system/schedbe.service
 	@echo "installed; enable with: systemctl daemon-reload && systemctl enable --now schedbe"
+
+install-bench: build
+	install -D -m 0755 target/release/schedbe-bench $(DESTDIR)$(PREFIX)/bin/schedbe-bench
 
 vm-shell:
 	$(VM) --shell --cpus $(VM_CPUS) --mem $(VM_MEM)

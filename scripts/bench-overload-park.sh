@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Parking under LC overload (issue 4): LC demand at 100% of the CPUs for 60 s,
-# schedbe with BE present (`bench overload`, BE parked) against schedbe with no
-# BE at all (`bench lc-alone`), same arrivals (same seed, independent
+# schedbe with BE present (`schedbe-bench overload`, BE parked) against schedbe with no
+# BE at all (`schedbe-bench lc-alone`), same arrivals (same seed, independent
 # arrivals), interleaved, REPS repetitions in one boot. Compare the LC latency
 # of the 60 s phase between the two (docs/results.md, "Overload and parking").
 #
@@ -9,12 +9,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 reps=${1:-3} out=${2:-results/tmp/bench/overload-park}
-bin=target/release/schedbe
+bin=target/release/schedbe-bench
 common=(--configs schedbe --util 1.0 --service fixed:5000 --lc-alone-secs 5 --be-secs 60
         --reps 1 --independent-arrivals --drain-timeout 300 --no-plot)
 for ((r = 1; r <= reps; r++)); do
-    "$bin" bench lc-alone "${common[@]}" --seed "$r" --out "$out/alone-r$r"
-    "$bin" bench overload "${common[@]}" --tail-secs 15 --seed "$r" --out "$out/be-r$r"
+    "$bin" lc-alone "${common[@]}" --seed "$r" --out "$out/alone-r$r"
+    "$bin" overload "${common[@]}" --tail-secs 15 --seed "$r" --out "$out/be-r$r"
 done
 /usr/bin/python3 - "$out" "$reps" <<'PY'
 import json, statistics as st, sys

@@ -12,12 +12,12 @@
 # target/release/schedbe`. Run as root where sched_ext is available (in the
 # VM: scripts/vm.sh --cpus 2 -- scripts/cyclictest-split.sh ...). cyclictest
 # (SCHED_OTHER threads, one per CPU, 1 ms interval) runs under `stress-ng
-# --cpu <CPUs> --cpu-load PCT` as `schedbe bench overhead` runs it. Writes
+# --cpu <CPUs> --cpu-load PCT` as `schedbe-bench overhead` runs it. Writes
 # DIR/<k>-<name>.{trace,hist} and prints scripts/cyclictest_split.py's
 # tables (--worst N: also each run's N longest wakeups, with what every CPU
 # ran meanwhile). --printk also records bpf_printk() lines into each .trace,
 # between the events they came with (for a debug build of the scheduler: the
-# script's event list would otherwise drop them). `schedbe bench overhead
+# script's event list would otherwise drop them). `schedbe-bench overhead
 # --cyclictest-trace` gives the same split through `schedbe trace`, without
 # the per-event detail.
 set -euo pipefail

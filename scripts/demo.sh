@@ -8,14 +8,16 @@
 #   independent tracer measuring inversion (BE running while LC waits).
 #
 # Prints the summary table; `make demo` then draws the figures on the host
-# (`schedbe bench plot`) and prints where they are. The numbers
+# (`schedbe-bench plot`) and prints where they are. The numbers
 # are informative (one repetition in an emulated VM); docs/results.md has the
 # repeated measurements. Environment: DEMO_REPS (1), DEMO_SECS (15: seconds per
-# phase), DEMO_UTIL, DEMO_SERVICE, DEMO_OUT; extra arguments go to `schedbe bench`.
+# phase), DEMO_UTIL, DEMO_SERVICE, DEMO_OUT; extra arguments go to `schedbe-bench srv-bg`.
+# SCHEDBE_BENCH_BIN and SCHEDBE_BIN name other builds of the two binaries.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-BIN=${SCHEDBE_BIN:-target/release/schedbe}
+BENCH=${SCHEDBE_BENCH_BIN:-target/release/schedbe-bench}
+export SCHEDBE_BIN=${SCHEDBE_BIN:-target/release/schedbe}
 REPS=${DEMO_REPS:-1}
 SECS=${DEMO_SECS:-15}
 # The setting documented in docs/results.md (2 vCPUs on 2 host cores).
@@ -24,7 +26,7 @@ SERVICE=${DEMO_SERVICE:-fixed:5000}
 OUT=${DEMO_OUT:-results/tmp/demo/srv-bg}
 
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
-[[ -x $BIN ]] || die "$BIN not built (make build)"
+for b in "$BENCH" "$SCHEDBE_BIN"; do [[ -x $b ]] || die "$b not built (make build)"; done
 [[ -e /sys/kernel/sched_ext/state ]] || die "this kernel has no sched_ext (run it with scripts/vm.sh)"
 [[ $(cat /sys/kernel/sched_ext/state) == disabled ]] || die "a sched_ext scheduler is already loaded"
 
@@ -32,8 +34,8 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 printf '== srv-bg: LC at %s of %s CPUs (service %s), %s s alone then %s s with BE; weights, sched-idle, schedbe; %s repetition(s)\n' \
     "$UTIL" "$(nproc)" "$SERVICE" "$SECS" "$SECS" "$REPS"
-# schedbe bench runs itself at SCHED_FIFO (reset-on-fork) so the load cannot starve it.
-"$BIN" bench srv-bg --configs weights,sched-idle,schedbe --reps "$REPS" \
+# schedbe-bench runs itself at SCHED_FIFO (reset-on-fork) so the load cannot starve it.
+"$BENCH" srv-bg --configs weights,sched-idle,schedbe --reps "$REPS" \
     --util "$UTIL" --service "$SERVICE" --lc-alone-secs "$SECS" --be-secs "$SECS" \
     --no-plot --out "$OUT" "$@" >"$OUT/table.txt"
 
@@ -44,4 +46,4 @@ echo "mean/p99 ratio: LC latency after BE started / before; inversion: % of CPU 
 echo "an LC task waited (independent tracer); BE % of leftover: BE CPU / CPU that LC left."
 echo
 echo "summary: $OUT/summary.md (figures: drawn on the host next, by make demo:"
-echo "target/release/schedbe bench plot $OUT; matplotlib is very slow under emulation)"
+echo "target/release/schedbe-bench plot $OUT; matplotlib is very slow under emulation)"

@@ -3,8 +3,8 @@
 
     scripts/lc_breakdown.py [--skip-s S] RECORDS.csv...
 
-RECORDS.csv is `schedbe bench client --records` output, or the requests.csv an
-LC run of `schedbe bench` keeps under raw/<config>-r<N>/. Each request's
+RECORDS.csv is `schedbe-bench client --records` output, or the requests.csv an
+LC run of `schedbe-bench` keeps under raw/<config>-r<N>/. Each request's
 latency (received minus intended send time) is split into:
 
 - send lag: intended send time to the client's send (the client's own delay);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the peer sched_ext schedulers `schedbe bench overhead` compares schedbe
+# Build the peer sched_ext schedulers `schedbe-bench overhead` compares schedbe
 # with (docs/bench.md), from crates.io at pinned versions, into .cache/peers:
 #
 #   scripts/peers.sh            build what is missing; print the bin directory

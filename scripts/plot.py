@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures for a `schedbe bench` output directory, laid out like the papers'.
+"""Figures for a `schedbe-bench` output directory, laid out like the papers'.
 
     python3 scripts/plot.py DIR        (DIR holds bench.json)
 

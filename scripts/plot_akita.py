@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures of `schedbe bench akita-mc`, `akita-share`, `akita-diff` and `akita-place` (docs/akita.md).
+"""Figures of `schedbe-bench akita-mc`, `akita-share`, `akita-diff` and `akita-place` (docs/akita.md).
 
   plot_akita.py DIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The figure of a `schedbe bench overhead` output directory.
+"""The figure of a `schedbe-bench overhead` output directory.
 
     python3 scripts/plot_overhead.py DIR        (DIR holds overhead.json)
 
@@ -115,7 +115,7 @@ def main():
     for ax in flat[n:]:
         ax.axis("off")
     reps = max((r["rep"] for r in data["runs"] if not r.get("counted")), default=0)
-    fig.suptitle(f"schedbe bench overhead: {reps} repetition(s), median [min-max]; noisy under emulation", fontsize=9)
+    fig.suptitle(f"schedbe-bench overhead: {reps} repetition(s), median [min-max]; noisy under emulation", fontsize=9)
     fig.tight_layout()
     f = "overhead.png"
     fig.savefig(os.path.join(d, f), dpi=110)

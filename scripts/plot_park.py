@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figure for `schedbe bench park-resume` (papers: parked-kubernetes): the BE
+"""Figure for `schedbe-bench park-resume` (papers: parked-kubernetes): the BE
 job's throughput (resize steps per second) over time, with the LC antagonist's
 run and the time the BE cgroup was frozen shaded.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures of `schedbe bench serverless` (docs/serverless.md).
+"""Figures of `schedbe-bench serverless` (docs/serverless.md).
 
   plot_serverless.py DIR
 
@@ -67,7 +67,7 @@ def plot_attainment(d, out):
     ax.set_ylabel("per second")
     ax.grid(alpha=0.3)
     axes[0].legend()
-    fig.suptitle(f"schedbe bench serverless: {d['rows'][0]['functions']} sandboxes, {d['nr_cpus']} CPUs, "
+    fig.suptitle(f"schedbe-bench serverless: {d['rows'][0]['functions']} sandboxes, {d['nr_cpus']} CPUs, "
                  f"{d['reps']} repetitions (median, min-max)")
     fig.tight_layout()
     p = out / "serverless-attainment.png"

@@ -16,8 +16,8 @@ fi
 # systemd's systemd-analyze verifies the shipped unit (packaging/systemd),
 # python3-yaml reads the Kubernetes manifests in the tests (deploy/kubernetes).
 # linux-perf (perf bench sched), rt-tests (cyclictest) and stress-ng are workloads of
-# `schedbe bench overhead`; its C build uses gcc, else clang-19. memcached,
-# sysbench and qemu-system-x86 (below) are workloads of `schedbe bench akita-*`.
+# `schedbe-bench overhead`; its C build uses gcc, else clang-19. memcached,
+# sysbench and qemu-system-x86 (below) are workloads of `schedbe-bench akita-*`.
 PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config kmod
       stress-ng busybox-static python3-venv python3-pytest python3-matplotlib
       python3-yaml rt-tests linux-perf util-linux procps make ca-certificates systemd

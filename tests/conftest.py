@@ -124,8 +124,9 @@ def pytest_runtest_setup(item):
         if REQUIRE:
             pytest.fail(f"testbed broken: {why}")
         pytest.skip(why)
-    if not tl.SCHEDBE.exists():
-        pytest.fail(f"{tl.SCHEDBE} not built (make build)")
+    for binary in (tl.SCHEDBE, tl.SCHEDBE_BENCH):
+        if not binary.exists():
+            pytest.fail(f"{binary} not built (make build)")
 
 
 @pytest.fixture(autouse=True)

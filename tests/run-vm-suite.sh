@@ -10,17 +10,23 @@ export SCHEDBE_REQUIRE_SCX=1
 out=results/tmp/tests
 mkdir -p "$out"
 (($#)) || set -- tests
-# The binary the tests run, copied into the guest's memory: the project is on
+# The binaries the tests run, copied into the guest's memory: the project is on
 # a 9p share, from which each exec and its page faults took 2-4 s of every
 # `schedbe run` start (about 110 starts in the suite; docs/testing.md). The
-# same file: the tests still run what was built.
+# same files: the tests still run what was built. schedbe-bench re-executes
+# itself for its helpers, and finds the copied schedbe next to it.
+tmpdir=$(mktemp -d)
+# readable and runnable by all, as target/release is: tests run them unprivileged too
+chmod 755 "$tmpdir"
 bin=${SCHEDBE_BIN:-target/release/schedbe}
 if [[ -x $bin ]]; then
-    tmpbin=$(mktemp -d)/schedbe
-    # readable and runnable by all, as target/release is: tests run it unprivileged too
-    chmod 755 "$(dirname "$tmpbin")"
-    cp "$bin" "$tmpbin"
-    export SCHEDBE_BIN=$tmpbin
+    cp "$bin" "$tmpdir/schedbe"
+    export SCHEDBE_BIN=$tmpdir/schedbe
+fi
+bench=${SCHEDBE_BENCH_BIN:-target/release/schedbe-bench}
+if [[ -x $bench ]]; then
+    cp "$bench" "$tmpdir/schedbe-bench"
+    export SCHEDBE_BENCH_BIN=$tmpdir/schedbe-bench
 fi
 # Transparent huge pages only where asked for (madvise): with Debian's
 # "always", khugepaged's scans and collapses of the harness's and workers'
@@ -34,5 +40,5 @@ if [[ ${SCHEDBE_IN_VM:-0} == 1 && -w $thp ]]; then echo madvise >"$thp"; fi
 rc=0
 chrt -f -R 50 /usr/bin/python3 -m pytest -p no:cacheprovider -v -rfEs -m "not bench_plot and not host" \
     --durations=0 --junitxml="$out/junit.xml" "$@" || rc=$?
-[[ -n ${tmpbin:-} ]] && rm -rf "$(dirname "$tmpbin")"
+rm -rf "$tmpdir"
 exit $rc

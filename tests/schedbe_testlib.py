@@ -19,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDBE = Path(os.environ.get("SCHEDBE_BIN", ROOT / "target" / "release" / "schedbe"))
+# The benchmark harness, a binary of its own; it runs SCHEDBE (passed on in $SCHEDBE_BIN).
+SCHEDBE_BENCH = Path(os.environ.get("SCHEDBE_BENCH_BIN", ROOT / "target" / "release" / "schedbe-bench"))
 # Guest writes reach the host only under results/tmp (scripts/vm.sh shares it rw).
 RESULTS = Path(os.environ.get("SCHEDBE_TEST_RESULTS", ROOT / "results" / "tmp" / "tests"))
 CGROOT = Path("/sys/fs/cgroup")
@@ -78,29 +80,35 @@ def sleep_until(t):
         time.sleep(d)
 
 
-# ------------------------------------------------------------------ schedbe bench
+# ------------------------------------------------------------------ schedbe-bench
+
+def bench_env():
+    """The environment for schedbe-bench: the schedbe it loads is SCHEDBE."""
+    return {**os.environ, "SCHEDBE_BIN": str(SCHEDBE)}
+
 
 def run_bench(argv, logname, timeout):
-    """Run `schedbe bench ARGV...`; its output goes to RESULTS/LOGNAME and the log.
+    """Run `schedbe-bench ARGV...`; its output goes to RESULTS/LOGNAME and the log.
     Fails the test on a non-zero exit."""
-    argv = [str(SCHEDBE), "bench", *map(str, argv)]
+    argv = [str(SCHEDBE_BENCH), *map(str, argv)]
     log("bench: " + " ".join(argv))
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+                       env=bench_env())
     (results_dir() / logname).write_text(r.stdout + r.stderr)
     log(f"bench exit {r.returncode}; stdout:\n{r.stdout}")
-    assert r.returncode == 0, f"schedbe bench failed ({r.returncode}):\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"schedbe-bench failed ({r.returncode}):\n{r.stderr[-3000:]}"
     return r
 
 
 def bench_bad(argv):
-    """`schedbe bench ARGV...` with bad input: exit 1 and one line on stderr,
-    "schedbe: error: ...", which is returned."""
-    r = subprocess.run([SCHEDBE, "bench", *map(str, argv)], stdin=subprocess.DEVNULL,
-                       capture_output=True, text=True, timeout=60)
+    """`schedbe-bench ARGV...` with bad input: exit 1 and one line on stderr,
+    "schedbe-bench: error: ...", which is returned."""
+    r = subprocess.run([SCHEDBE_BENCH, *map(str, argv)], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60, env=bench_env())
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     log(f"bench {argv} -> {r.returncode}: {r.stderr.strip()!r}")
     assert r.returncode == 1, f"exit {r.returncode}; stderr {r.stderr!r}"
-    assert len(lines) == 1 and lines[0].startswith("schedbe: error:"), r.stderr
+    assert len(lines) == 1 and lines[0].startswith("schedbe-bench: error:"), r.stderr
     return lines[0]
 
 

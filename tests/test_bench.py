@@ -1,4 +1,4 @@
-"""`schedbe bench` works end to end: `schedbe bench srv-bg --quick` for weights and
+"""`schedbe-bench` works end to end: `schedbe-bench srv-bg --quick` for weights and
 schedbe writes its records, per-second CSV and summary, and they parse. The figures
 are drawn on the host afterwards (matplotlib takes minutes per figure under
 emulation): tests/test_bench_figures.py, `make test-bench-plot`.
@@ -85,7 +85,7 @@ def test_bench_csvs(quick_run):
 def test_bench_summary(quick_run):
     out, r = quick_run
     md = (out / "summary.md").read_text()
-    assert md.startswith(f"# schedbe bench {EXPERIMENT}")
+    assert md.startswith(f"# schedbe-bench {EXPERIMENT}")
     for c in CONFIGS:
         assert f"| {c} |" in md, f"summary has no row for {c}"
     for c in CONFIGS:  # the table printed at the end

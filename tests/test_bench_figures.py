@@ -1,5 +1,5 @@
-"""The figures of the `schedbe bench srv-bg --quick` run that tests/test_bench.py made
-in the VM, drawn on the host with `schedbe bench plot` (matplotlib under emulation
+"""The figures of the `schedbe-bench srv-bg --quick` run that tests/test_bench.py made
+in the VM, drawn on the host with `schedbe-bench plot` (matplotlib under emulation
 takes minutes per figure). `make test` runs this after the VM suite
 (`make test-bench-plot`); elsewhere it skips when there is no such run.
 """
@@ -25,9 +25,9 @@ def test_bench_figures():
         if os.environ.get("SCHEDBE_REQUIRE_BENCH") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
-    r = subprocess.run([str(tl.SCHEDBE), "bench", "plot", str(OUT)], stdin=subprocess.DEVNULL,
+    r = subprocess.run([str(tl.SCHEDBE_BENCH), "plot", str(OUT)], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"schedbe bench plot failed: {r.stderr[-2000:]}"
+    assert r.returncode == 0, f"schedbe-bench plot failed: {r.stderr[-2000:]}"
     want = [f"{EXPERIMENT}-{c}.png" for c in CONFIGS] + [f"{EXPERIMENT}-timelines.png", f"{EXPERIMENT}-cmp.png"]
     printed = sorted(os.path.basename(l) for l in r.stdout.split())
     assert printed == sorted(want), r.stdout

@@ -1,7 +1,7 @@
-"""`schedbe bench overhead` (docs/bench.md): schedbe's cost with no BE, against EEVDF
+"""`schedbe-bench overhead` (docs/bench.md): schedbe's cost with no BE, against EEVDF
 and peer sched_ext schedulers.
 
-In the VM: `schedbe bench overhead --quick --configs eevdf,schedbe --reps 1 --lc-capacity`
+In the VM: `schedbe-bench overhead --quick --configs eevdf,schedbe --reps 1 --lc-capacity`
 runs every workload (perf messaging and pipe, cyclictest, the LC server alone at two
 loads of its capacity, measured first, the C build) under both configurations; its JSON,
 CSV and summary are written and parse, the LC loads offered are the fractions of the
@@ -122,7 +122,7 @@ def test_overhead_csv_and_summary(quick_run):
             else:
                 assert x["ratio_to_eevdf"] == "", x
     md = (OUT / "summary.md").read_text()
-    assert md.startswith("# schedbe bench overhead")
+    assert md.startswith("# schedbe-bench overhead")
     for w in WORKLOADS:
         assert f"| {w} |" in md, f"summary has no row for {w}"
     assert "BPF CPU time" in md

@@ -50,6 +50,27 @@ def test_run_without_root():
         assert any(w in low for w in ("root", "permission", "privilege", "cap_")), line
 
 
+@pytest.mark.parametrize("args", [["srv-bg", "--quick"], ["plot", "--help"], []])
+def test_bench_is_its_own_binary(args):
+    """`schedbe bench ...` names the command that replaced it, exit 2."""
+    r = subprocess.run([tl.SCHEDBE, "bench", *args], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    tl.log(f"schedbe bench {args} -> {r.returncode}: {r.stderr.strip()!r}")
+    want = "schedbe: error: the benchmark harness is its own binary now: run `" + " ".join(["schedbe-bench", *args]) + "`"
+    assert (r.returncode, r.stdout, r.stderr.splitlines()) == (2, "", [want])
+
+
+def test_help_lists_the_tools_and_the_experiments():
+    top = subprocess.run([tl.SCHEDBE, "--help"], capture_output=True, text=True, timeout=60)
+    assert top.returncode == 0, top.stderr
+    assert "bench" not in top.stdout, top.stdout
+    bench = subprocess.run([tl.SCHEDBE_BENCH, "--help"], capture_output=True, text=True, timeout=60)
+    assert bench.returncode == 0, bench.stderr
+    listed = {l.split()[0] for l in bench.stdout.splitlines() if l.startswith("  ") and l.split()}
+    assert {"srv-bg", "overhead", "pods", "plot", "serverless", "akita-mc"} <= listed, bench.stdout
+    assert not {"lc-server", "client", "be-worker", "job-server", "fn-pool", "duty"} & listed, bench.stdout
+
+
 # kind -> (file content, what the error line must name; None = the file's path)
 BAD_CONFIGS = {
     "syntax": ("this is [[ not toml\n", None),

@@ -1,4 +1,4 @@
-"""`schedbe bench k8s-lc-burst` (docs/bench.md): paper 001's "Burstable pods affect
+"""`schedbe-bench k8s-lc-burst` (docs/bench.md): paper 001's "Burstable pods affect
 Guaranteed pods" with pods built as kubelet writes them.
 
 In the VM: a quick run under EEVDF, schedbe (quota) and schedbe-conc (--limit-mode

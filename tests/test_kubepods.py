@@ -1,4 +1,4 @@
-"""`schedbe bench pods`: the kubelet cgroup tree, emulated (docs/kubernetes.md).
+"""`schedbe-bench pods`: the kubelet cgroup tree, emulated (docs/kubernetes.md).
 
 The cgroup tests apply docs/examples/pods.toml with both drivers under a fresh
 test cgroup (/sys/fs/cgroup/schedbe-test-kubepods, never the host's kubepods),
@@ -78,7 +78,7 @@ def tree():
 
 
 def pods(cmd, *args, check=True):
-    argv = [tl.SCHEDBE, "bench", "pods", cmd, *map(str, args)]
+    argv = [tl.SCHEDBE_BENCH, "pods", cmd, *map(str, args)]
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     tl.log(f"{' '.join(map(str, argv))} -> {r.returncode}\n{r.stdout}{r.stderr}")
     if check:

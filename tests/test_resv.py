@@ -8,7 +8,7 @@ and off (`--no-reservations`) in the same boot. Under emulation the time a
 preemption takes to land (an emulated IPI, 0.2-2 ms) dominates a sleeper's
 wait with or without reservations, so the first test guards against a
 regression in what the tracer sees and checks that the rule fires; what it
-gains is measured by `schedbe bench k8s-lc-burst --configs
+gains is measured by `schedbe-bench k8s-lc-burst --configs
 schedbe,schedbe-nores` (docs/results-kubernetes.md).
 """
 

@@ -1,4 +1,4 @@
-"""`schedbe bench serverless` (docs/serverless.md): paper 003's experiment.
+"""`schedbe-bench serverless` (docs/serverless.md): paper 003's experiment.
 
 In the VM: a small sweep (20 sandboxes, a moderate and an overloading load,
 eevdf, schedbe and llf, one repetition of 8 s) runs end to end: its JSON,
@@ -77,7 +77,7 @@ def test_serverless_runs_and_reports(quick_run):
 def test_serverless_leaves_nothing_behind(quick_run):
     assert not (tl.CGROOT / "kubepods.slice").exists(), "the sandbox pods were not removed"
     assert tl.scx_state() in (None, "disabled")
-    left = subprocess.run(["pgrep", "-f", "bench fn-pool"], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", "schedbe-bench fn-pool"], capture_output=True, text=True).stdout.split()
     assert not left, f"sandbox servers left running: {left}"
 
 

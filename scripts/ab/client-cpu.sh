@@ -1,10 +1,10 @@
 #!/bin/bash
 # The LC client's own CPU time (its rusage, user and system) next to the
 # server's and the whole machine's, at one load, EEVDF and schedbe alternated
-# (docs/overhead-log-7.md, "2026-12-02 (fourth)"). `bench lc-server` and `bench
-# client` are run directly, with `schedbe run` loaded for the schedbe runs. In the VM:
+# (docs/overhead-log-7.md, "2026-12-02 (fourth)"). `schedbe-bench lc-server` and
+# `schedbe-bench client` are run directly, with `schedbe run` loaded for the schedbe runs. In the VM:
 #   scripts/vm.sh --icount --cpus 2 --mem 2G --timeout 1400 -- scripts/ab/client-cpu.sh
-# Env: BIN (default target/release/schedbe), UTIL (offered load per CPU; 0.72),
+# Env: BIN (default target/release/schedbe), BENCH (default target/release/schedbe-bench), UTIL (offered load per CPU; 0.72),
 # ORDER ("eevdf schedbe eevdf schedbe"), TRACE (seconds; default 0: off). With
 # TRACE, the client's kernel functions are traced with function_graph for that
 # long, about 9 s into each run (TRACE_KB: the ring buffer per CPU, 100000;
@@ -14,7 +14,7 @@
 # one's. Outputs in results/tmp/clientcpu/ (P).
 cd "$(dirname "$0")/../.." || exit 1
 dur=${DURATION:-10}; [[ ${TRACE:-0} != 0 ]] && dur=${DURATION:-25}
-B=${BIN:-target/release/schedbe}; P=${P:-results/tmp/clientcpu}; i=0; T=/sys/kernel/tracing
+B=${BIN:-target/release/schedbe}; H=${BENCH:-target/release/schedbe-bench}; P=${P:-results/tmp/clientcpu}; i=0; T=/sys/kernel/tracing
 fg_opts="funcgraph-abstime funcgraph-proc funcgraph-tail"  # the trace's format, as fgraph_oncpu.py reads it
 mkdir -p "$P"
 [[ $(id -u) == 0 ]] || { echo "client-cpu.sh: needs root (loads schedbe)" >&2; exit 1; }
@@ -49,12 +49,12 @@ for c in ${ORDER:-eevdf schedbe eevdf schedbe}; do
     for _ in $(seq 200); do [ "$(cat /sys/kernel/sched_ext/state)" = enabled ] && break; sleep 0.3; done
     [ "$(cat /sys/kernel/sched_ext/state)" = enabled ] || { echo "$n: schedbe did not load" >&2; kill "$sp"; exit 1; }
   fi
-  "$B" bench lc-server --listen "unix:@client-cpu-$i" > "$P/$n-server.log" 2>&1 & srv=$!
+  "$H" lc-server --listen "unix:@client-cpu-$i" > "$P/$n-server.log" 2>&1 & srv=$!
   sleep 4   # its spin calibration
   s0=$(ticks $srv); st0=$(head -1 /proc/stat)
   # the client writes its own pid (sh, then exec) for the tracer
   /usr/bin/time -f "client user %U s, sys %S s, wall %e s" -o "$P/$n-time.txt" \
-    sh -c 'echo $$ > "$0"; exec "$@"' "$P/$n-client.pid" "$B" bench client \
+    sh -c 'echo $$ > "$0"; exec "$@"' "$P/$n-client.pid" "$H" client \
     --connect "unix:@client-cpu-$i" --util "${UTIL:-0.72}" --duration "$dur" --service fixed:2000 --server-cpus 2 \
     > "$P/$n-client.log" 2>&1 & tp=$!
   if [[ ${TRACE:-0} != 0 ]]; then

@@ -5,7 +5,7 @@
 # trace each time /sys/kernel/sched_ext/state changes. Summarise with
 # scripts/ab/lock_spin_sum.py OUT/trace.txt. Run as root in the VM, e.g.
 #   scripts/vm.sh --icount --cpus 2 --mem 2G --timeout 2200 -- 'scripts/ab/lock-spin-trace.sh \
-#     results/tmp/spin1 -- target/release/schedbe bench overhead --quick --reps 2 --lc-capacity \
+#     results/tmp/spin1 -- target/release/schedbe-bench overhead --quick --reps 2 --lc-capacity \
 #     --configs eevdf,schedbe --workloads lc --lc-utils 0.85 --lc-secs 5 --no-plot --no-bpf-stats \
 #     --out results/tmp/spin1/bench'
 # (docs/overhead-log-7.md, "2026-12-02 (fourth)"). The tracer itself slows every slow-path call.

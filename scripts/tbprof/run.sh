@@ -9,7 +9,7 @@
 #
 # Writes results/tmp/tbprof/NAME.out (vaddr n_insns executions) and
 # NAME.kallsyms, then prints `bpf-insns.py` for them when CMD loaded a
-# sched_ext scheduler (e.g. `schedbe bench lc-alone --configs schedbe ...`).
+# sched_ext scheduler (e.g. `schedbe-bench lc-alone --configs schedbe ...`).
 # The plugin slows the guest by about a third. docs/overhead-log-8.md, "2026-12-04
 # (second)", has the figures it gave.
 set -euo pipefail

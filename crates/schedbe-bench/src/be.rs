@@ -1,4 +1,4 @@
-//! `schedbe bench be-worker`: the best-effort workload. N threads resize
+//! `schedbe-bench be-worker`: the best-effort workload. N threads resize
 //! synthesized RGBA images (Lanczos3 convolution, fast_image_resize) in a
 //! loop and record the completion time of every iteration; throughput per
 //! second is computed afterwards from those times, so a starved reporter

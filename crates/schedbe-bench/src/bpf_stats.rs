@@ -6,7 +6,7 @@
 //! through libbpf-rs. Counting costs two clock reads per program run,
 //! which the measured workloads then include.
 //!
-//! Used by `bench overhead` (around each workload of its count pass), the LC-server
+//! Used by `schedbe-bench overhead` (around each workload of its count pass), the LC-server
 //! experiments' `--bpf-stats` (the LC-alone phase, runner.rs) and the
 //! serverless experiments.
 

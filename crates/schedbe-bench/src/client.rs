@@ -1,4 +1,4 @@
-//! `schedbe bench client`: the open-loop load generator. Requests leave on a
+//! `schedbe-bench client`: the open-loop load generator. Requests leave on a
 //! Poisson schedule computed in advance from a seed; latency is measured
 //! from the *intended* send time, so a late sender (or a server that makes
 //! the sender wait) shows up as latency, never as silently missing load
@@ -517,9 +517,9 @@ pub fn run(a: &ClientArgs) -> Result<()> {
 }
 
 /// Progress lines go to stderr from a thread of their own. The sending thread
-/// never writes to the console itself: in the VM a console write took 30-240
-/// ms, and the client's send lag spiked every progress interval in every
-/// configuration (k8s-lc-burst, 3 vCPUs: none with --progress-secs 0).
+/// never writes to the console itself: a write to a slow console blocks for
+/// milliseconds, and every progress line would then show up as send lag
+/// (docs/results-kubernetes.md, "A harness fix on the way").
 struct Printer {
     label: String,
     tx: Option<std::sync::mpsc::SyncSender<String>>,

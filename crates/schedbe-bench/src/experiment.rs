@@ -14,7 +14,7 @@ use crate::configs::{parse_list, Config};
 use crate::load::ServiceDist;
 use crate::report::{aggregate, markdown, write_per_second, write_requests, ConfigAggregate, Meta};
 use crate::runner::{run_one, RunOutcome, RunParams, TraceMode};
-use crate::scx::sched_ext_state;
+use crate::scx::{resolve_schedbe_bin, sched_ext_state};
 use crate::spin::{calibrate, Calibration};
 use crate::sys::{self, Policy};
 
@@ -171,7 +171,7 @@ pub struct ExpArgs {
 /// the peers (crate::peers).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SchedArgs {
-    /// The schedbe binary (for `schedbe run` and `schedbe trace`) [default: this binary if it is schedbe, else a sibling]
+    /// The schedbe binary (for `schedbe run` and `schedbe trace`) [default: `schedbe` next to this binary, else on $PATH]
     #[arg(long, env = "SCHEDBE_BIN")]
     pub schedbe_bin: Option<PathBuf>,
     /// Extra argument for `schedbe run` (repeatable)
@@ -189,7 +189,7 @@ pub struct SchedArgs {
 /// Before any run: the configurations' sched_ext schedulers can be loaded
 /// here (peers found or built, schedbe's binary found, sched_ext present).
 /// Peers come first, so a missing one is named even where sched_ext is not.
-/// Returns the schedbe binary ([`resolve_schedbe_bin`]).
+/// Returns the schedbe binary ([`crate::scx::resolve_schedbe_bin`]).
 pub(crate) fn preflight_schedulers(configs: &[Config], lc_fifo_prio: u8, s: &SchedArgs) -> Result<Option<PathBuf>> {
     let schedbe_bin = resolve_schedbe_bin(s.schedbe_bin.as_deref());
     let with: Vec<&Config> = configs.iter().filter(|c| c.loads_scheduler()).collect();
@@ -198,11 +198,11 @@ pub(crate) fn preflight_schedulers(configs: &[Config], lc_fifo_prio: u8, s: &Sch
     crate::peers::resolve(&peers, s.peers_dir.as_deref(), s.build_peers)?;
     if let Some(c) = with.first() {
         if sched_ext_state().is_none() {
-            bail!("configuration {} needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe bench ...", c.name);
+            bail!("configuration {} needs a kernel with sched_ext (/sys/kernel/sched_ext is missing): run inside the VM, e.g. scripts/vm.sh --cpus 2 -- target/release/schedbe-bench ...", c.name);
         }
     }
     if scheds.contains(&crate::scx::Scheduler::Schedbe) && schedbe_bin.is_none() {
-        bail!("configuration schedbe: no schedbe binary found (--schedbe-bin)");
+        bail!("configuration schedbe: {}", crate::scx::NO_SCHEDBE);
     }
     Ok(schedbe_bin)
 }
@@ -235,8 +235,9 @@ fn defaults(k: ExpKind, quick: bool) -> Defaults {
             drain: 300.0,
         },
         ExpKind::LcAlone => Defaults { configs: "eevdf,schedbe", util: 0.85, lc_alone, be, tail: 0.0, reps, with_be: false, drain: 30.0 },
-        // util: of service1's limit. 0.5 leaves it room under its quota:
-        // under load a request costs ~1.5x its calibrated demand in the VM.
+        // util: of service1's limit. 0.5 leaves it room under its quota, as a
+        // request costs more than its calibrated demand on a busy node
+        // (docs/bench.md, "k8s-lc-burst and k8s-lc-guar").
         ExpKind::K8sLcBurst | ExpKind::K8sLcGuar => Defaults { configs: "eevdf,schedbe,schedbe-conc", util: 0.5, lc_alone, be, tail: 0.0, reps, with_be: true, drain: 30.0 },
     }
 }
@@ -246,37 +247,6 @@ fn check_secs(name: &str, v: f64, min: f64) -> Result<f64> {
         bail!("--{name} must be a number of seconds in [{min}, 86400], got {v}");
     }
     Ok(v)
-}
-
-/// Set by the schedbe binary before it runs `schedbe bench`: this process is
-/// schedbe itself, whatever its file is called (a copy kept for an A/B run).
-static SELF_IS_SCHEDBE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Called by the schedbe binary: the scheduler configurations run this binary.
-pub fn self_is_schedbe() {
-    SELF_IS_SCHEDBE.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The schedbe binary: explicit, this binary when it is schedbe (by
-/// [`self_is_schedbe`] or by name), or a `schedbe` next to it or in an
-/// ancestor directory (target/release/examples/x -> target/release/schedbe),
-/// or target/release/schedbe under the cwd.
-pub fn resolve_schedbe_bin(explicit: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = explicit {
-        return Some(p.to_path_buf());
-    }
-    let exe = std::env::current_exe().ok()?;
-    if SELF_IS_SCHEDBE.load(std::sync::atomic::Ordering::Relaxed) || exe.file_name().map(|n| n == "schedbe").unwrap_or(false) {
-        return Some(exe);
-    }
-    for d in exe.ancestors().skip(1).take(3) {
-        let c = d.join("schedbe");
-        if c.is_file() {
-            return Some(c);
-        }
-    }
-    let c = PathBuf::from("target/release/schedbe");
-    c.is_file().then(|| c.canonicalize().unwrap_or(c))
 }
 
 pub(crate) fn utc_stamp() -> String {
@@ -353,7 +323,7 @@ pub(crate) fn start_meta(experiment: &str, command_line: &str, rt_prio: u8) -> M
     meta
 }
 
-/// After drawing an output directory's figures separately (`bench plot`,
+/// After drawing an output directory's figures separately (`schedbe-bench plot`,
 /// e.g. on the host after a `--no-plot` run in the VM): list them in
 /// its JSON (bench.json, overhead.json) and summary.md.
 pub fn record_figures(dir: &Path, json_name: &str, figs: &[String]) -> Result<()> {
@@ -577,7 +547,6 @@ pub fn run(kind: ExpKind, a: &ExpArgs, command_line: &str) -> Result<()> {
         progress_secs: a.progress_secs,
         base_seed: a.seed,
         exe,
-        exe_prefix: vec!["bench".into()],
         schedbe_bin,
         schedbe_args: a.sched.schedbe_args.clone(),
         tracer_cmd,

@@ -1,6 +1,6 @@
 //! The Kubernetes experiments of shared/papers/001 ("Burstable pods affect
 //! Guaranteed pods", "Guaranteed pods affect other Guaranteed pods"):
-//! `bench k8s-lc-burst` and `bench k8s-lc-guar`.
+//! `schedbe-bench k8s-lc-burst` and `schedbe-bench k8s-lc-guar`.
 //!
 //! Two pods, built as kubelet and the OCI runtime would build them (the
 //! `kubepods` emulation, systemd driver, linear shares-to-weight) under the

@@ -1,4 +1,4 @@
-//! `schedbe bench`: the evaluation harness of the SCHED_BE papers
+//! `schedbe-bench`: the evaluation harness of the SCHED_BE papers
 //! (shared/papers/000-002): an LC server with one thread per connection, an
 //! open-loop Poisson client, a BE image-resizing workload, the baseline
 //! configurations (EEVDF, cgroup weights, SCHED_IDLE, cpu.idle, SCHED_FIFO)
@@ -20,21 +20,22 @@
 //! - `experiment`: srv-bg, weight-sweep, overload, lc-alone
 //! - `overhead`: schedbe's cost with no BE against EEVDF and peer schedulers
 //!   (perf bench sched, cyclictest, the LC server alone, a C build; BPF time per callback)
-//! - `memcached`: `bench mc-client`, an open-loop memcached load generator
+//! - `memcached`: `mc-client`, an open-loop memcached load generator
 //!   (Poisson gets over a few connections; the Akita experiments' LC load)
 //! - `akita_exp`: the Akita paper's experiments (akita-diff: Fig. 4, akita-mc:
-//!   Fig. 5, akita-share: Fig. 7, akita-place: Figs. 8/9), VMs as cgroups (libvirt's layout for a real QEMU), `bench duty`
+//!   Fig. 5, akita-share: Fig. 7, akita-place: Figs. 8/9), VMs as cgroups (libvirt's layout for a real QEMU), `duty`
 //! - `park`: park-resume (a parked BE job resumes and answers correctly)
 //! - `kube_exp`: the pods of k8s-lc-burst and k8s-lc-guar (paper 001's Kubernetes experiments)
-//! - `kubepods`: `bench pods`, the cgroup tree kubelet and the OCI runtime
+//! - `kubepods`: `pods`, the cgroup tree kubelet and the OCI runtime
 //!   write for a spec of pods (both cgroup drivers), emulated without kubelet
 //! - `report`: aggregation, markdown summary, CSVs; `pod_report`: the per-pod figures of the Kubernetes experiments
 //! - `serverless`: the Azure-shaped serverless workload model for an LLF
-//!   policy (`bench serverless-trace` writes a trace; no runner uses it yet)
+//!   policy (`serverless-trace` writes a trace; no runner uses it yet)
 //!
-//! The helpers are this same binary re-executed (`current_exe() bench
-//! lc-server ...`), so the CLI that embeds [`BenchCmd`] must mount it as the
-//! `bench` subcommand.
+//! The helpers are this same binary re-executed (`current_exe() lc-server
+//! ...`), so the CLI that parses [`BenchCmd`] must take it as its top-level
+//! subcommand, as src/main.rs does. The scheduler is another binary, found by
+//! [`scx::resolve_schedbe_bin`].
 
 pub mod akita_exp;
 pub mod be;
@@ -71,7 +72,7 @@ use anyhow::Result;
 
 pub use experiment::{ExpArgs, ExpKind};
 
-/// `schedbe bench ...`
+/// `schedbe-bench ...`
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum BenchCmd {
     /// LC server alone, then BE image resizing starts: LC latency before and
@@ -132,7 +133,7 @@ pub enum BenchCmd {
         policy: String,
     },
     /// Draw the figures of an output directory again (scripts/plot.py; for
-    /// `bench serverless`, also rewrite its table from serverless.json)
+    /// `serverless`, also rewrite its table from serverless.json)
     Plot {
         /// An experiment's output directory (with bench.json, overhead.json or serverless.json)
         dir: PathBuf,
@@ -169,7 +170,7 @@ pub enum BenchCmd {
     JobServer(park::JobServerArgs),
 }
 
-/// Entry point for `schedbe bench`.
+/// Entry point for `schedbe-bench`.
 pub fn cli_main(cmd: &BenchCmd) -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     let line = argv.join(" ");

@@ -1,4 +1,4 @@
-//! `schedbe bench park-resume`: the papers' "Can parked processes resume
+//! `schedbe-bench park-resume`: the papers' "Can parked processes resume
 //! correctly?" (shared/papers/002, parked-kubernetes). A BE job server is
 //! serving a long request to a client over loopback TCP with keepalive; an
 //! LC antagonist then takes every CPU for minutes, so schedbe parks the job;
@@ -58,8 +58,8 @@ pub struct ParkArgs {
     /// Output directory
     #[arg(long, default_value = "results/tmp/bench/park-resume")]
     out: PathBuf,
-    /// The schedbe binary (default: this one)
-    #[arg(long)]
+    /// The schedbe binary [default: `schedbe` next to this binary, else on $PATH]
+    #[arg(long, env = "SCHEDBE_BIN")]
     schedbe_bin: Option<PathBuf>,
     /// Extra arguments for `schedbe run`, e.g. --schedbe-arg=--park-after-ms=500
     #[arg(long = "schedbe-arg", allow_hyphen_values = true)]
@@ -80,7 +80,7 @@ pub struct JobServerArgs {
     progress: PathBuf,
 }
 
-/// `bench job-server`: accept one connection, read "STEPS\n", run that many
+/// `schedbe-bench job-server`: accept one connection, read "STEPS\n", run that many
 /// chain steps, answer "VALUE STEPS\n".
 pub fn job_server(a: &JobServerArgs) -> Result<()> {
     let l = TcpListener::bind("127.0.0.1:0").context("bind")?;
@@ -261,7 +261,7 @@ pub fn run(a: &ParkArgs) -> Result<()> {
         bail!("sched_ext is {} here; park-resume needs a kernel with sched_ext and no scheduler loaded", scx_state());
     }
     let me = std::env::current_exe().context("cannot find this binary")?;
-    let schedbe = a.schedbe_bin.clone().unwrap_or_else(|| me.clone());
+    let schedbe = crate::scx::resolve_schedbe_bin(a.schedbe_bin.as_deref()).context(crate::scx::NO_SCHEDBE)?;
     fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     let out = a.out.canonicalize()?;
 
@@ -300,7 +300,7 @@ pub fn run(a: &ParkArgs) -> Result<()> {
     let me_s = me.to_string_lossy().to_string();
     let prog_s = out.join("job-progress.txt").to_string_lossy().to_string();
     let port_s = port_file.to_string_lossy().to_string();
-    rig.job = Some(spawn_in(&[&me_s, "bench", "job-server", "--port-file", &port_s, "--progress", &prog_s], &be, Some(&out.join("job.log")))?);
+    rig.job = Some(spawn_in(&[&me_s, "job-server", "--port-file", &port_s, "--progress", &prog_s], &be, Some(&out.join("job.log")))?);
     let t = Instant::now();
     let port: u16 = loop {
         if let Ok(s) = fs::read_to_string(&port_file) {

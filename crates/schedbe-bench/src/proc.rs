@@ -86,9 +86,9 @@ impl Drop for Proc {
 }
 
 /// Command for a helper subcommand of this binary.
-pub fn helper(exe: &Path, prefix: &[String], sub: &str) -> Command {
+pub fn helper(exe: &Path, sub: &str) -> Command {
     let mut c = Command::new(exe);
-    c.args(prefix).arg(sub);
+    c.arg(sub);
     c
 }
 

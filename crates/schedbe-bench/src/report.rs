@@ -230,7 +230,7 @@ fn inversion_table(m: &mut String, aggs: &[ConfigAggregate]) {
 /// The markdown summary.
 pub fn markdown(meta: &Meta, params: &crate::runner::RunParams, aggs: &[ConfigAggregate], runs: &[RunOutcome], figures: &[String]) -> String {
     let mut m = String::new();
-    let _ = writeln!(m, "# schedbe bench {}\n", meta.experiment);
+    let _ = writeln!(m, "# schedbe-bench {}\n", meta.experiment);
     let _ = writeln!(m, "- command: `{}`", meta.command);
     let _ = writeln!(m, "- started: {}", meta.started);
     let _ = writeln!(

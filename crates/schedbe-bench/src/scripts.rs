@@ -45,7 +45,10 @@ pub fn run_plot_script(script: &Path, dir: &Path) -> Result<Vec<String>> {
         }
         let out = Command::new(py).arg(script).arg(dir).output().with_context(|| format!("run {py} {}", script.display()))?;
         if !out.status.success() {
-            bail!("{} failed: {}", script.display(), String::from_utf8_lossy(&out.stderr).trim());
+            // the traceback's last line names the error; the error stays one line
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+            bail!("{} {} failed: {}", script.display(), dir.display(), last.trim());
         }
         return Ok(String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.ends_with(".png")).map(|l| l.trim().to_string()).collect());
     }

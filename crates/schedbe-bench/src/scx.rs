@@ -1,6 +1,6 @@
-//! sched_ext schedulers: the kernel's state (/sys/kernel/sched_ext), and
-//! loading one for a configuration (schedbe's `run`, or a peer binary such as
-//! scx_bpfland) and unloading it again. A scheduler counts as loaded once
+//! sched_ext schedulers: the kernel's state (/sys/kernel/sched_ext), finding
+//! the schedbe binary, and loading a scheduler for a configuration (schedbe's
+//! `run`, or a peer binary such as scx_bpfland) and unloading it again. A scheduler counts as loaded once
 //! the state reads `enabled` and `root/ops` names it; it is stopped with
 //! SIGINT and counts as gone once the state reads `disabled`.
 
@@ -84,6 +84,27 @@ impl Scheduler {
     }
 }
 
+/// What to say when [`resolve_schedbe_bin`] finds nothing.
+pub const NO_SCHEDBE: &str = "no schedbe binary found next to schedbe-bench or on $PATH (--schedbe-bin)";
+
+/// The scheduler binary, for the `schedbe` configurations and `schedbe
+/// trace`: @explicit (--schedbe-bin, $SCHEDBE_BIN), else the `schedbe` in this
+/// binary's directory (target/release/ in the tree, /usr/local/bin when
+/// installed), else `schedbe` on $PATH.
+pub fn resolve_schedbe_bin(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.to_path_buf());
+    }
+    let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf));
+    let path = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
+    exe_dir.into_iter().chain(path).map(|d| d.join("schedbe")).find(|c| is_executable(c))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
 /// The command that runs a scheduler: its binary and arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedCmd {
@@ -98,7 +119,7 @@ impl SchedCmd {
     pub fn new(sched: Scheduler, schedbe_bin: Option<&Path>, schedbe_args: &[String], peers_dir: Option<&Path>) -> Result<SchedCmd> {
         Ok(match sched {
             Scheduler::Schedbe => {
-                let bin = schedbe_bin.context("configuration schedbe: no schedbe binary found (--schedbe-bin)")?;
+                let bin = schedbe_bin.with_context(|| format!("configuration schedbe: {NO_SCHEDBE}"))?;
                 let args = std::iter::once("run".to_string()).chain(schedbe_args.iter().cloned()).collect();
                 SchedCmd { sched, bin: bin.to_path_buf(), args }
             }

@@ -1,4 +1,4 @@
-//! `schedbe bench lc-server`: the latency-critical server. CPU-bound, one
+//! `schedbe-bench lc-server`: the latency-critical server. CPU-bound, one
 //! worker thread per client connection (the papers' threading model: many
 //! more threads than cores), each request burns its service demand with the
 //! calibrated spin loop and is answered with the server's timestamps.

@@ -166,32 +166,7 @@ pub fn current_policy_desc() -> String {
     }
 }
 
-/// Parse "0-3,5" style CPU lists.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a.trim().parse().with_context(|| format!("bad CPU list {s:?}"))?;
-            let b: usize = b.trim().parse().with_context(|| format!("bad CPU list {s:?}"))?;
-            if a > b || b >= 4096 {
-                bail!("bad CPU range {part:?} in {s:?}");
-            }
-            out.extend(a..=b);
-        } else {
-            let c: usize = part.parse().with_context(|| format!("bad CPU list {s:?}"))?;
-            if c >= 4096 {
-                bail!("CPU {c} out of range in {s:?}");
-            }
-            out.push(c);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    if out.is_empty() {
-        bail!("empty CPU list {s:?}");
-    }
-    Ok(out)
-}
+pub use schedbe_cgroup::parse_cpu_list;
 
 pub fn format_cpu_list(cpus: &[usize]) -> String {
     cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
@@ -301,12 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-2,5, 1").unwrap(), vec![0, 1, 2, 5]);
-        assert_eq!(parse_cpu_list("3").unwrap(), vec![3]);
-        assert!(parse_cpu_list("").is_err());
-        assert!(parse_cpu_list("2-1").is_err());
-        assert!(parse_cpu_list("a").is_err());
+    fn cpu_lists_format() {
         assert_eq!(format_cpu_list(&[0, 1]), "0,1");
     }
 

@@ -228,6 +228,34 @@ pub fn parse_cpu_max(text: &str) -> Result<Option<(u64, u64)>> {
     Ok(Some((q, period)))
 }
 
+/// Parse a kernel CPU list as cpuset.cpus and affinity options write it
+/// ("0-3,5"): sorted, distinct ids below 4096; an empty list is an error.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a.trim().parse().with_context(|| format!("bad CPU list {s:?}"))?;
+            let b: usize = b.trim().parse().with_context(|| format!("bad CPU list {s:?}"))?;
+            if a > b || b >= 4096 {
+                bail!("bad CPU range {part:?} in {s:?}");
+            }
+            out.extend(a..=b);
+        } else {
+            let c: usize = part.parse().with_context(|| format!("bad CPU list {s:?}"))?;
+            if c >= 4096 {
+                bail!("CPU {c} out of range in {s:?}");
+            }
+            out.push(c);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        bail!("empty CPU list {s:?}");
+    }
+    Ok(out)
+}
+
 /// The bandwidth limit of cgroup `rel` under `root`: `Ok(None)` when it has
 /// none (or no cpu controller), `Err` when cpu.max cannot be parsed.
 pub fn bandwidth(root: &Path, rel: &str) -> Result<Option<Bandwidth>> {
@@ -308,6 +336,16 @@ mod tests {
         for bad in ["", "fifty 100000", "50000 abc", "50000 100000 1", "500 100000", "50000 500", "50000 2000000"] {
             assert!(parse_cpu_max(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-2,5, 1").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpu_list("3").unwrap(), vec![3]);
+        assert!(parse_cpu_list("").is_err());
+        assert!(parse_cpu_list("2-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("4096").is_err());
     }
 
     #[test]

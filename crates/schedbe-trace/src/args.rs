@@ -71,7 +71,7 @@ pub struct TraceArgs {
     /// Load and attach everything now, but start tracing only at this
     /// CLOCK_MONOTONIC time (ns): the costly start-up (BPF load, under
     /// emulation seconds of CPU) then happens before the window, not in it.
-    /// Used by `schedbe bench`.
+    /// Used by `schedbe-bench`.
     #[arg(long, hide = true)]
     pub start_at_ns: Option<u64>,
 }

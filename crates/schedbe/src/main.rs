@@ -64,7 +64,7 @@ struct Cli {
     cmd: Cmd,
 }
 
-// Parsed once per process: the size of the bench variant costs nothing.
+// Parsed once per process: the size of the largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Cmd {
@@ -74,9 +74,12 @@ enum Cmd {
     Exec(ExecArgs),
     /// Measure LC/BE inversions from kernel tracepoints (any scheduler)
     Trace(schedbe_trace::TraceArgs),
-    /// The papers' experiments (srv-bg, weight-sweep, overload, lc-alone); see docs/bench.md
-    #[command(subcommand)]
-    Bench(schedbe_bench::BenchCmd),
+    /// The experiments moved to the schedbe-bench binary; this says so
+    #[command(hide = true, trailing_var_arg = true, disable_help_flag = true)]
+    Bench {
+        #[arg(allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Print the running scheduler's stats
     Stats(StatsArgs),
     /// Thaw BE cgroups a dead schedbe left parked (the systemd unit runs this after every stop)
@@ -395,11 +398,10 @@ fn real_main() -> Result<i32> {
             schedbe_trace::cli_main(&a)?;
             Ok(0)
         }
-        Cmd::Bench(c) => {
-            // the scheduler configurations run this very binary, whatever its name
-            schedbe_bench::experiment::self_is_schedbe();
-            schedbe_bench::cli_main(&c)?;
-            Ok(0)
+        Cmd::Bench { args } => {
+            let cmd: Vec<&str> = std::iter::once("schedbe-bench").chain(args.iter().map(String::as_str)).collect();
+            eprintln!("schedbe: error: the benchmark harness is its own binary now: run `{}`", cmd.join(" "));
+            Ok(2)
         }
         Cmd::Stats(a) => {
             let intv = duration_arg("interval", a.interval)?;

@@ -1,4 +1,4 @@
-//! `schedbe bench duty`: a periodic CPU demand, the LO VMs of the Akita
+//! `schedbe-bench duty`: a periodic CPU demand, the LO VMs of the Akita
 //! experiments ("each burning 25% of the core") and the HI VM whose demand
 //! steps up. It asks for `burn_ms` of CPU time (CLOCK_THREAD_CPUTIME_ID, so
 //! time spent waiting for the CPU does not count) per period, periods being

@@ -1,4 +1,4 @@
-//! `schedbe bench akita-diff`: the Akita paper's Fig. 4, differentiated
+//! `schedbe-bench akita-diff`: the Akita paper's Fig. 4, differentiated
 //! service. On one CPU: two CPU-bound VMs running sysbench (Debian's
 //! `sysbench cpu`), of types 2 (25 ms per 100 ms) and 3 (50/100), and two
 //! RPC VMs, memcached servers of types 4 (5/50) and 5 (10/100), each under

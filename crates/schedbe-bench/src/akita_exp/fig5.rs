@@ -1,4 +1,4 @@
-//! `schedbe bench akita-mc`: the Akita paper's Fig. 5. A memcached server
+//! `schedbe-bench akita-mc`: the Akita paper's Fig. 5. A memcached server
 //! (Debian's) is a HI VM of type 1 (C_opt 5, C_pes 25, T 100 ms) on one
 //! CPU; an open-loop Poisson client speaking the memcached protocol runs on
 //! the other CPUs. First alone, then next to three LO VMs of type 2 (25 ms
@@ -26,11 +26,10 @@ pub struct McArgs {
     /// Seconds of each phase (memcached alone, then with the LO VMs)
     #[arg(long, default_value_t = 20.0)]
     pub phase_s: f64,
-    /// memcached requests per second (GETs of 100-byte values). The paper
-    /// loads memcached to ~25% of its core; under TCG 500/s gives it
-    /// 0.12-0.17 of the CPU next to the LO VMs (above type 1's C_opt of 5%,
-    /// within its C_pes of 25%: HI mode), so the CPU is fully busy. At 100/s
-    /// (~5%) the CPU is mostly idle and EEVDF's tail barely moves
+    /// memcached requests per second (GETs of 100-byte values). The default
+    /// puts memcached above type 1's C_opt and within its C_pes next to the
+    /// LO VMs (HI mode), so the CPU is fully busy, as in the paper; why 500/s:
+    /// docs/results-akita.md
     #[arg(long, default_value_t = 500.0)]
     pub rate: f64,
     /// Make the third LO VM a process group like the others instead of a real QEMU

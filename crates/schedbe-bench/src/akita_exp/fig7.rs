@@ -1,7 +1,7 @@
-//! `schedbe bench akita-share`: the Akita paper's Fig. 7, "HI CPU shares
+//! `schedbe-bench akita-share`: the Akita paper's Fig. 7, "HI CPU shares
 //! stay intact". A HI VM of type 6 (C_opt 10, C_pes 50, T 100 ms) next to
 //! three CPU-bound LO VMs of type 2 (25/100), all on one CPU. The HI VM's
-//! demand (`bench duty`, per 100 ms) steps through --demands: it should get
+//! demand (`schedbe-bench duty`, per 100 ms) steps through --demands: it should get
 //! its demand up to C_pes/T = 0.5, and the LO VMs should share the rest
 //! equally. Shares from cgroup cpu.stat, per phase.
 

@@ -1,4 +1,4 @@
-//! `schedbe bench akita-place`: the Akita paper's Figs. 8 and 9, placement.
+//! `schedbe-bench akita-place`: the Akita paper's Figs. 8 and 9, placement.
 //! A HI RPC VM (memcached, type 1) under an open-loop client, plus a
 //! growing number of CPU-bound LO VMs of type 2 (25 ms per 100 ms), on the
 //! VM CPUs (all but CPU 0 by default). Akita places vCPUs first-fit under

@@ -1,5 +1,5 @@
 //! The Akita paper's experiments (shared/papers/004, section 4), scaled to
-//! the VM: `schedbe bench akita-diff` (Fig. 4, differentiated service),
+//! the VM: `schedbe-bench akita-diff` (Fig. 4, differentiated service),
 //! `akita-mc` (Fig. 5, a HI memcached VM next to LO VMs), `akita-share`
 //! (Fig. 7, a HI VM's share intact) and `akita-place` (Figs. 8/9, first-fit
 //! placement leaves CPUs idle).
@@ -32,8 +32,7 @@ pub use fig5::{run as mc, McArgs};
 pub use fig7::{run as share, ShareArgs};
 pub use fig8::{run as place, PlaceArgs};
 
-use crate::experiment::resolve_schedbe_bin;
-use crate::scx::{self, SchedCmd, Scheduler};
+use crate::scx::{self, resolve_schedbe_bin, SchedCmd, Scheduler};
 
 /// A configuration of the Akita experiments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -82,8 +81,8 @@ pub struct CommonArgs {
     /// Output directory [default: results/tmp/bench/<experiment>-<UTC time>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The schedbe binary to run as the scheduler [default: this one]
-    #[arg(long)]
+    /// The schedbe binary to run as the scheduler [default: `schedbe` next to this binary, else on $PATH]
+    #[arg(long, env = "SCHEDBE_BIN")]
     pub schedbe_bin: Option<PathBuf>,
     /// Do not draw the figure (scripts/plot_akita.py)
     #[arg(long)]
@@ -119,7 +118,7 @@ impl Setup {
         }
         let schedbe = resolve_schedbe_bin(a.schedbe_bin.as_deref());
         if configs.contains(&Cfg::Akita) && schedbe.is_none() {
-            bail!("configuration akita: no schedbe binary found (--schedbe-bin)");
+            bail!("configuration akita: {}", scx::NO_SCHEDBE);
         }
         if scx::sched_ext_state().is_none() && configs.contains(&Cfg::Akita) {
             bail!("this kernel has no sched_ext (/sys/kernel/sched_ext missing); run in the VM (scripts/vm.sh)");
@@ -165,9 +164,7 @@ impl Setup {
 
     /// A helper subcommand of this binary.
     pub fn helper(&self, sub: &str) -> Command {
-        let mut c = Command::new(&self.exe);
-        c.args(["bench", sub]);
-        c
+        crate::proc::helper(&self.exe, sub)
     }
 
     pub fn plot(&self, no_plot: bool) {
@@ -196,7 +193,7 @@ pub fn wait_port(port: u16, timeout: Duration) -> Result<()> {
     bail!("memcached did not listen on 127.0.0.1:{port} within {timeout:?}")
 }
 
-/// Start `bench mc-client` against 127.0.0.1:`port` on the CPUs the VMs do
+/// Start `schedbe-bench mc-client` against 127.0.0.1:`port` on the CPUs the VMs do
 /// not use; its JSON goes to `dir/name.json`, read by [`mc_result`].
 pub fn mc_client(s: &Setup, port: u16, rate: f64, secs: f64, preload: bool, dir: &Path, name: &str) -> Result<(Child, PathBuf)> {
     let mut c = s.helper("mc-client");

@@ -1,4 +1,4 @@
-//! `schedbe bench pods apply|delete`: options, and the table printed.
+//! `schedbe-bench pods apply|delete`: options, and the table printed.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use super::spec::{Driver, MilliCpu, Spec, WeightConversion};
 use super::tree::{apply, delete, Applied, Removed};
 use super::DEFAULT_ROOT;
 
-/// `schedbe bench pods ...`
+/// `schedbe-bench pods ...`
 #[derive(clap::Args, Debug, Clone)]
 pub struct PodsArgs {
     #[command(subcommand)]
@@ -104,7 +104,7 @@ pub fn render_table(root: &Path, rows: &[(Level, String)]) -> String {
     s
 }
 
-/// Entry point for `schedbe bench pods`.
+/// Entry point for `schedbe-bench pods`.
 pub fn cli(a: &PodsArgs) -> Result<()> {
     match &a.cmd {
         PodsCmd::Apply(o) => {

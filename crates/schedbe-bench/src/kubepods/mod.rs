@@ -1,4 +1,4 @@
-//! `schedbe bench pods`: build the cgroup v2 tree kubelet and the OCI runtime
+//! `schedbe-bench pods`: build the cgroup v2 tree kubelet and the OCI runtime
 //! would build for a small spec of pods, with no kubelet, so experiments (and
 //! schedbe's kubelet BestEffort patterns) see "pods" named and weighted as
 //! kubelet would.

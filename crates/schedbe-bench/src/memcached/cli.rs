@@ -1,4 +1,4 @@
-//! `schedbe bench mc-client`
+//! `schedbe-bench mc-client`
 
 use std::time::Duration;
 
@@ -65,7 +65,7 @@ impl McClientArgs {
     }
 }
 
-/// Entry point of `schedbe bench mc-client`.
+/// Entry point of `schedbe-bench mc-client`.
 pub fn cli(a: &McClientArgs) -> Result<()> {
     let load = a.to_load()?;
     if a.preload {

@@ -1,17 +1,17 @@
-//! An open-loop memcached load generator (`schedbe bench mc-client`), for
+//! An open-loop memcached load generator (`schedbe-bench mc-client`), for
 //! the Akita paper's Fig. 5: a memcached server's latency (p50, p99, p99.9)
 //! alone and next to CPU-bound VMs.
 //!
 //! - [`preload`] stores `key:0 .. key:<keys-1>` with values of a given size.
 //! - [`run`] sends `get key:<k>` (k uniform over the keys) on a Poisson
 //!   schedule that depends only on the seed (the same arrivals as
-//!   `bench client`: [`crate::load::Arrivals`]), round robin over a few TCP
+//!   `schedbe-bench client`: [`crate::load::Arrivals`]), round robin over a few TCP
 //!   connections, several requests outstanding per connection (memcached
 //!   answers in order per connection, so replies are matched FIFO). Latency
 //!   is measured from the *intended* send time: a late sender shows up as
 //!   latency, never as missing load (no coordinated omission).
 //!
-//! One thread does everything, as in `bench client`: it sleeps in ppoll
+//! One thread does everything, as in `schedbe-bench client`: it sleeps in ppoll
 //! until the next intended send or a reply, so a request costs about two
 //! client wakeups; with `fifo` that thread runs SCHED_FIFO 60 (with
 //! SCHED_RESET_ON_FORK) so the workloads next to memcached cannot starve it.
@@ -38,7 +38,7 @@ pub use run::run;
 /// a system memcached does not get in the way).
 pub const DEFAULT_ADDR: &str = "127.0.0.1:11311";
 
-/// SCHED_FIFO priority of the client thread with `fifo` (as `bench client`).
+/// SCHED_FIFO priority of the client thread with `fifo` (as `schedbe-bench client`).
 pub const FIFO_PRIO: u8 = 60;
 
 /// One open-loop run against a memcached server.

@@ -1,4 +1,4 @@
-//! `schedbe bench overhead`: what schedbe costs when there is no BE, against
+//! `schedbe-bench overhead`: what schedbe costs when there is no BE, against
 //! EEVDF and peer sched_ext schedulers (scx_bpfland, scx_lavd). One boot,
 //! configurations interleaved within each repetition (rep 1: eevdf,
 //! schedbe, scx_bpfland, scx_lavd; rep 2: ...), every workload per

@@ -1,4 +1,4 @@
-//! `bench overhead` results: the per-run records, the aggregation (each
+//! `schedbe-bench overhead` results: the per-run records, the aggregation (each
 //! configuration against EEVDF in the same repetition, median and range
 //! over repetitions), summary.md and the CSV.
 
@@ -137,7 +137,7 @@ pub struct Summary<'a> {
 
 pub fn markdown(s: &Summary) -> String {
     let mut m = String::new();
-    let _ = writeln!(m, "# schedbe bench overhead\n");
+    let _ = writeln!(m, "# schedbe-bench overhead\n");
     let _ = writeln!(m, "schedbe's cost with no BE, against EEVDF and peer sched_ext schedulers: one boot, configurations interleaved within each repetition.\n");
     let _ = writeln!(m, "- command: `{}`\n- started: {}\n- kernel {}, {} CPUs ({}{}), sched_ext: {}", s.meta.command, s.meta.started, s.meta.kernel, s.meta.cpus_online, s.meta.cpu_model, if s.meta.hypervisor { ", virtual machine" } else { "" }, s.meta.sched_ext);
     for p in s.params_md {

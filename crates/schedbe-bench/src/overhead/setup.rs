@@ -1,4 +1,4 @@
-//! `bench overhead`: its options, checking them and the machine before any
+//! `schedbe-bench overhead`: its options, checking them and the machine before any
 //! run (configurations, workloads, peers, tools, cgroups), the shared
 //! state of a run (output directory, parameters, calibration, BPF stats),
 //! and writing the outputs.
@@ -23,10 +23,10 @@ use crate::scx::SchedCmd;
 use crate::spin::{calibrate, Calibration};
 use crate::sys;
 
-/// `schedbe bench overhead`
+/// `schedbe-bench overhead`
 #[derive(clap::Args, Debug, Clone)]
 pub struct OverheadArgs {
-    /// Comma-separated configurations (eevdf, the baseline of the ratios; schedbe; scx_bpfland, scx_lavd; any other of `bench srv-bg`)
+    /// Comma-separated configurations (eevdf, the baseline of the ratios; schedbe; scx_bpfland, scx_lavd; any other of `schedbe-bench srv-bg`)
     #[arg(long, default_value = "eevdf,schedbe,scx_bpfland,scx_lavd")]
     pub configs: String,
     /// Comma-separated workloads: messaging, pipe, cyclictest, lc (one per --lc-utils), build
@@ -41,7 +41,7 @@ pub struct OverheadArgs {
     /// Output directory [default results/tmp/bench/overhead-<UTC time>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Do not draw the figure (scripts/plot_overhead.py); `schedbe bench plot DIR` draws it later
+    /// Do not draw the figure (scripts/plot_overhead.py); `schedbe-bench plot DIR` draws it later
     #[arg(long)]
     pub no_plot: bool,
     /// No BPF count pass (the pass after the timed repetitions that turns on
@@ -249,9 +249,9 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         None
     };
     if let (true, Some(c)) = (a.cyclictest_trace, &cgroups) {
-        let exe = std::env::current_exe().context("cannot find this program (current_exe)")?;
+        let schedbe = schedbe_bin.as_deref().with_context(|| format!("--cyclictest-trace runs `schedbe trace`: {}", crate::scx::NO_SCHEDBE))?;
         wl.cyclictest_trace = Some(workloads::CycTrace {
-            tracer: vec![exe.display().to_string(), "trace".into(), "--cgroup".into(), format!("{}/{}", crate::cgroup::BASE, workloads::CYC_CG)],
+            tracer: vec![schedbe.display().to_string(), "trace".into(), "--cgroup".into(), format!("{}/{}", crate::cgroup::BASE, workloads::CYC_CG)],
             cgroup: c.path(workloads::CYC_CG),
         });
     }
@@ -332,7 +332,6 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
         progress_secs: 0.0,
         base_seed: 1,
         exe,
-        exe_prefix: vec!["bench".into()],
         schedbe_bin,
         schedbe_args: a.sched.schedbe_args.clone(),
         tracer_cmd: vec![],
@@ -349,7 +348,7 @@ pub fn prepare(a: &OverheadArgs, command_line: &str) -> Result<Setup> {
             wl.cyclictest, wl.cyclictest_secs, wl.cyclictest_interval_us, wl.cyclictest_hist_us, wl.stress_ng, wl.cyclictest_load_pct
         ),
         format!(
-            "lc-NN: the LC server alone (bench lc-alone's run) at offered load NN% of {}, service {}, {lc_secs} s + {lc_secs} s (same arrivals repeated), warm-up {warmup} s; mean and p99 over both phases; no tracer",
+            "lc-NN: the LC server alone (schedbe-bench lc-alone's run) at offered load NN% of {}, service {}, {lc_secs} s + {lc_secs} s (same arrivals repeated), warm-up {warmup} s; mean and p99 over both phases; no tracer",
             if a.lc_capacity { "its capacity (`--lc-capacity`, measured under EEVDF before the repetitions, see below)".to_string() } else { format!("{ncpus} CPUs") },
             a.lc_service
         ),

@@ -1,5 +1,5 @@
 //! One run: one configuration, one repetition. Starts the helpers (re-exec
-//! of this binary: `bench lc-server`, `bench client`, `bench be-worker`),
+//! of this binary: `schedbe-bench lc-server`, `schedbe-bench client`, `schedbe-bench be-worker`),
 //! `schedbe run` and `schedbe trace` on the experiment's timeline, stops
 //! them, and turns their records into figures.
 //!
@@ -39,7 +39,7 @@ use crate::sys::{self, monotonic_ns, secs_ns, sleep_until_ns};
 use crate::tracer::{finish_tracer, start_tracer, TRACER_STARTUP_NS, TRACE_MARGIN_NS};
 
 fn start_be(p: &RunParams, plan: &Plan, be_cg: Option<&Path>, dir: &Path) -> Result<Proc> {
-    let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "be-worker");
+    let mut c = crate::proc::helper(&p.exe, "be-worker");
     c.arg("--threads")
         .arg(p.be_threads.to_string())
         .arg("--policy")
@@ -180,7 +180,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
         "tcp" => format!("tcp:127.0.0.1:{}", 20_000 + (std::process::id() as usize * 7 + run_idx) % 40_000),
         _ => format!("unix:@schedbe-bench-{}-{run_idx}", std::process::id()),
     };
-    let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "lc-server");
+    let mut c = crate::proc::helper(&p.exe, "lc-server");
     c.arg("--listen").arg(&ep).arg("--iters-per-us").arg(format!("{}", p.iters_per_us)).arg("--policy").arg(plan.lc_policy.to_string()).arg("--burn").arg(&p.burn);
     if let Some(cg) = &lc_cg {
         c.arg("--cgroup").arg(cg);
@@ -200,7 +200,7 @@ fn run_inner(p: &RunParams, cfg: &Config, run_idx: usize, cgroups: Option<&Cgrou
     let send_end = be_start + secs_ns(p.be_secs);
     o.t0_ns = t0;
     o.send_end_ns = send_end;
-    let mut c = crate::proc::helper(&p.exe, &p.exe_prefix, "client");
+    let mut c = crate::proc::helper(&p.exe, "client");
     c.arg("--connect")
         .arg(&ep)
         .arg("--conns")

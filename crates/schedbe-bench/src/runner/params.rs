@@ -71,8 +71,6 @@ pub struct RunParams {
     pub base_seed: u64,
     #[serde(skip)]
     pub exe: PathBuf,
-    #[serde(skip)]
-    pub exe_prefix: Vec<String>,
     pub schedbe_bin: Option<PathBuf>,
     pub schedbe_args: Vec<String>,
     pub tracer_cmd: Vec<String>,
@@ -222,7 +220,6 @@ pub fn tests_params() -> RunParams {
             progress_secs: 0.0,
             base_seed: 1,
             exe: PathBuf::new(),
-            exe_prefix: vec![],
             schedbe_bin: None,
             schedbe_args: vec![],
             tracer_cmd: vec![],

@@ -1,4 +1,4 @@
-//! `schedbe bench serverless-trace`: generate a workload and its request
+//! `schedbe-bench serverless-trace`: generate a workload and its request
 //! trace into a directory, for a runner (not written yet) or for a look.
 
 use std::fs;

@@ -9,11 +9,11 @@
 //! - `trace`: Poisson request arrivals and CPU demands, as CSV
 //! - `azure`: the Azure Functions 2019 invocation CSVs, read and written
 //! - `dist`: the normal quantile and per-function seed streams
-//! - `cli`: `schedbe bench serverless-trace`
-//! - `sweep`: `schedbe bench serverless`, the experiment: loads x
+//! - `cli`: `schedbe-bench serverless-trace`
+//! - `sweep`: `schedbe-bench serverless`, the experiment: loads x
 //!   configurations x repetitions, the table and the outputs
 //! - `runner`: one run (pods, servers, scheduler, agent, tracer, replay)
-//! - `pool`: the sandboxes' servers (`bench fn-pool`)
+//! - `pool`: the sandboxes' servers (`schedbe-bench fn-pool`)
 //! - `gen`: the open-loop load generator
 //! - `metrics`: attainment per group, the agent's detection, the floor
 

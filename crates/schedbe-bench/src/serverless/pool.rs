@@ -1,4 +1,4 @@
-//! `schedbe bench fn-pool` (a helper of `bench serverless`): the function
+//! `schedbe-bench fn-pool` (a helper of `schedbe-bench serverless`): the function
 //! sandboxes' servers. One process per sandbox, each moved into its
 //! sandbox's cgroup, serving requests over UDP on 127.0.0.1.
 //!

@@ -1,5 +1,5 @@
-//! One run of `schedbe bench serverless`: a configuration, a load, a
-//! repetition. Builds the sandboxes as kubelet pods (bench pods' emulation
+//! One run of `schedbe-bench serverless`: a configuration, a load, a
+//! repetition. Builds the sandboxes as kubelet pods (the `pods` emulation
 //! of kubelet's writes: each function a Burstable pod with one container),
 //! starts their servers (serverless::pool), loads the scheduler, starts the
 //! agent and the tracer, replays the trace, and takes everything down again,
@@ -210,8 +210,8 @@ pub fn one_run(env: &Env, w: &Workload, reqs: &[Request], cfg: Cfg, util: f64, r
     let spec = dir.join("sandboxes.txt");
     std::fs::write(&spec, pool::write_spec(&sandboxes)).with_context(|| format!("write {}", spec.display()))?;
 
-    let mut c = Command::new(&env.exe);
-    c.args(["bench", "fn-pool", "--spec"]).arg(&spec).args(["--threads", &env.threads.to_string()]);
+    let mut c = crate::proc::helper(&env.exe, "fn-pool");
+    c.arg("--spec").arg(&spec).args(["--threads", &env.threads.to_string()]);
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log_file(dir, "fn-pool.err")?);
     child_setup(&mut c, libc::SIGKILL, None);
     let mut pr = Proc::spawn("fn-pool", &mut c)?;

@@ -1,4 +1,4 @@
-//! `schedbe bench serverless`: paper 003's experiment. N function sandboxes
+//! `schedbe-bench serverless`: paper 003's experiment. N function sandboxes
 //! (kubelet pods) serve an Azure-shaped request trace while the offered load
 //! sweeps from moderate to overload, under EEVDF (kubelet's cgroup
 //! weights), schedbe's default policy and LLF; configurations interleaved
@@ -17,8 +17,8 @@ use super::metrics::Sample;
 use super::model::{ModelParams, Workload};
 use super::runner::{one_run, Cfg, Env, Row};
 use super::trace;
-use crate::experiment::{resolve_schedbe_bin, utc_stamp};
-use crate::scx;
+use crate::experiment::utc_stamp;
+use crate::scx::{self, resolve_schedbe_bin};
 use crate::stats::fmt_spread as med;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -85,8 +85,8 @@ pub struct ServerlessArgs {
     /// Output directory [default: results/tmp/bench/serverless-<UTC time>]
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The schedbe binary to run as the scheduler, agent and tracer [default: this one]
-    #[arg(long)]
+    /// The schedbe binary to run as the scheduler, agent and tracer [default: `schedbe` next to this binary, else on $PATH]
+    #[arg(long, env = "SCHEDBE_BIN")]
     pub schedbe_bin: Option<PathBuf>,
     /// Do not draw the figures (scripts/plot_serverless.py)
     #[arg(long)]
@@ -147,11 +147,11 @@ fn check(a: &ServerlessArgs, configs: &[Cfg], schedbe: &Option<PathBuf>) -> Resu
     }
     // SAFETY: geteuid has no side effects.
     if unsafe { libc::geteuid() } != 0 {
-        bail!("schedbe bench serverless needs root (it builds pod cgroups and loads schedulers)");
+        bail!("schedbe-bench serverless needs root (it builds pod cgroups and loads schedulers)");
     }
     let needs_schedbe = configs.iter().any(|c| *c != Cfg::Eevdf) || !a.no_agent || !a.no_trace;
     if needs_schedbe && schedbe.is_none() {
-        bail!("no schedbe binary found (--schedbe-bin)");
+        bail!("{}", scx::NO_SCHEDBE);
     }
     if configs.iter().any(|c| *c != Cfg::Eevdf) && scx::sched_ext_state().is_none() {
         bail!("this kernel has no sched_ext (/sys/kernel/sched_ext missing); run in the VM (scripts/vm.sh)");
@@ -310,7 +310,7 @@ pub fn run(a: &ServerlessArgs) -> Result<()> {
     Ok(())
 }
 
-/// Whether `dir` holds a `bench serverless` output.
+/// Whether `dir` holds a `schedbe-bench serverless` output.
 pub fn is_serverless_dir(dir: &std::path::Path) -> bool {
     dir.join("serverless.json").is_file()
 }

@@ -2,10 +2,10 @@
 
 use anyhow::Result;
 
-/// Parse a kernel-style CPU list into sorted, distinct CPU ids. The harness's
+/// Parse a kernel-style CPU list into sorted, distinct CPU ids. The shared
 /// parser already bounds ids (< 4096), sorts, dedups and refuses empty lists.
 pub fn parse(s: &str) -> Result<Vec<u32>> {
-    let cpus = schedbe_bench::sys::parse_cpu_list(s)?;
+    let cpus = schedbe_cgroup::parse_cpu_list(s)?;
     // Ids are < 4096, so the conversion cannot fail.
     Ok(cpus.into_iter().filter_map(|c| u32::try_from(c).ok()).collect())
 }
