@@ -81,8 +81,8 @@
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
-#include "tier_cache.bpf.h"
-#include "task_state.bpf.h"
+#include "../common/tier_cache.bpf.h"
+#include "../common/task_state.bpf.h"
 
 
 char _license[] SEC("license") = "GPL";
@@ -137,12 +137,12 @@ static __always_inline struct cpu_stats *my_stats(void)
 		__s->field += (v);				\
 } while (0)
 
-#include "park_report.bpf.h"
+#include "../common/park_report.bpf.h"
 /* with no BE, a preempted task stays behind a short RT burst unless a CPU is idle (rt_takeover.bpf.h) */
 #define RT_LAZY_EVACUATION 1
-#include "rt_takeover.bpf.h"
-#include "cpumax.bpf.h"
-#include "cgrp_watch.bpf.h"
+#include "../common/rt_takeover.bpf.h"
+#include "../common/cpumax.bpf.h"
+#include "../common/cgrp_watch.bpf.h"
 #include "lc_weight.bpf.h"
 #include "cpu_cur.bpf.h"
 #include "resv.bpf.h"
@@ -197,7 +197,7 @@ static __always_inline bool current_is_be(void)
 	return wctx && wctx->tier_valid && wctx->tier == TIER_BE;
 }
 
-#include "sync_pick.bpf.h"
+#include "../common/sync_pick.bpf.h"
 #include "lc_clock.bpf.h"
 #include "lc_place.bpf.h"
 

@@ -75,11 +75,11 @@
  * Not here (docs/akita.md): cpu.max, LO vCPUs borrowing other idle CPUs.
  */
 #include <scx/common.bpf.h>
-#include "akita_intf.h"
-#include "tier_cache.bpf.h"
-#include "task_state.bpf.h"
-#include "fifo_guard.bpf.h"
-#include "slice_expiry.bpf.h"
+#include "intf.h"
+#include "../common/tier_cache.bpf.h"
+#include "../common/task_state.bpf.h"
+#include "../common/fifo_guard.bpf.h"
+#include "../common/slice_expiry.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -108,7 +108,7 @@ u64 akita_gen;
 
 static u64 host_vtime_now;
 
-#include "park_report.bpf.h"
+#include "../common/park_report.bpf.h"
 
 enum { KIND_HOST = 0, KIND_VCPU = 1, KIND_BE = 2 };
 
@@ -190,7 +190,7 @@ static __always_inline struct starve_win *task_starve(struct task_struct *p)
 	return tctx ? &tctx->starve : NULL;
 }
 
-#include "park_fifo.bpf.h"
+#include "../common/park_fifo.bpf.h"
 
 /* sync_pick.bpf.h: the waker's kind as last classified (BE wakers do not sleep on cue) */
 static __always_inline bool current_is_be(void)
@@ -200,7 +200,7 @@ static __always_inline bool current_is_be(void)
 	return wctx && wctx->kind == KIND_BE;
 }
 
-#include "sync_pick.bpf.h"
+#include "../common/sync_pick.bpf.h"
 
 static __always_inline struct akita_server_conf *sconf(s32 sid)
 {
@@ -229,7 +229,7 @@ static __always_inline u64 server_dsq(s32 sid) { return AKITA_SERVER_DSQ_BASE + 
 		__c->field += (v);						\
 } while (0)
 
-#include "rt_takeover.bpf.h"
+#include "../common/rt_takeover.bpf.h"
 
 /* A thread of a vcpus = "threads" VM: its own server, or -1 (a host task) until admitted. */
 static s32 thread_server(struct task_struct *p)

@@ -24,7 +24,7 @@
 #ifndef __SCHEDBE_PARK_REPORT_BPF_H
 #define __SCHEDBE_PARK_REPORT_BPF_H
 
-#include "intf.h"	/* SCHEDBE_STARVED_DIV, which park.rs reads too */
+#include "../sched_be/intf.h"	/* SCHEDBE_STARVED_DIV, which park.rs reads too */
 
 /*
  * cgroup id -> when one of its BE tasks was last seen starved. Userspace

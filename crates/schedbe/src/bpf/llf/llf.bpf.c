@@ -77,10 +77,10 @@
  * userspace reads cgroup files again).
  */
 #include <scx/common.bpf.h>
-#include "llf_intf.h"
-#include "tier_cache.bpf.h"
-#include "task_state.bpf.h"
-#include "fifo_guard.bpf.h"
+#include "intf.h"
+#include "../common/tier_cache.bpf.h"
+#include "../common/task_state.bpf.h"
+#include "../common/fifo_guard.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -151,7 +151,7 @@ struct {
 } cpu_states SEC(".maps");
 
 
-#include "park_report.bpf.h"
+#include "../common/park_report.bpf.h"
 
 static __always_inline struct llf_stats *my_stats(void)
 {
@@ -165,7 +165,7 @@ static __always_inline struct llf_stats *my_stats(void)
 		__s->field += (v);					\
 } while (0)
 
-#include "rt_takeover.bpf.h"
+#include "../common/rt_takeover.bpf.h"
 
 /*
  * cpu.max in quota mode (bw_conc_mode stays false: --limit-mode is the
@@ -173,8 +173,8 @@ static __always_inline struct llf_stats *my_stats(void)
  */
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wunused-function"
-#include "cpumax.bpf.h"
-#include "cgrp_watch.bpf.h"
+#include "../common/cpumax.bpf.h"
+#include "../common/cgrp_watch.bpf.h"
 #pragma clang diagnostic pop
 
 struct task_ctx {
@@ -210,7 +210,7 @@ static __always_inline struct starve_win *task_starve(struct task_struct *p)
 	return tctx ? &tctx->starve : NULL;
 }
 
-#include "park_fifo.bpf.h"
+#include "../common/park_fifo.bpf.h"
 
 /* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
 static __always_inline bool current_is_be(void)
@@ -220,7 +220,7 @@ static __always_inline bool current_is_be(void)
 	return wctx && wctx->be;
 }
 
-#include "sync_pick.bpf.h"
+#include "../common/sync_pick.bpf.h"
 
 static __always_inline struct cpu_state *cpu_state(s32 cpu)
 {
