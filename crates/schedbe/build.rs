@@ -11,6 +11,8 @@ fn main() {
     scx_cargo::BpfBuilder::new()
         .unwrap()
         .add_include_path(shared)
+        // SCHED_BE's RT/DL takeovers evacuate lazily (common/rt_takeover.bpf.h).
+        .add_cflag("-DRT_LAZY_EVACUATION=1")
         .enable_intf("src/bpf/sched_be/intf.h", "bpf_intf.rs")
         .enable_skel("src/bpf/sched_be/sched_be.bpf.c", "bpf")
         .build()

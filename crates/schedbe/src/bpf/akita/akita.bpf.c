@@ -62,84 +62,41 @@
  * CPU the state belongs to (a server's state from its CPU), so they need no locks.
  * Enqueue on another CPU only reads them, to decide whether to kick.
  *
- * Shared with the SCHED_BE policy: tier_cache.bpf.h (BE rules),
- * task_state.bpf.h (dying and freezing tasks run), slice_expiry.bpf.h,
- * fifo_guard.bpf.h (the BE queue's starvation guard), park_report.bpf.h
- * and park_fifo.bpf.h (parking's starvation windows, reports, and walk of
- * the BE queue).
- * This policy's own parts: akita_server.bpf.h (budgets, periods, modes, and
- * the server a CPU runs next), akita_stint.bpf.h (what a task's time on a
- * CPU is charged to, and how long it may run there).
- * rt_takeover.bpf.h (what waits in the local queue of a CPU an RT/DL task
- * takes goes back through ops.enqueue: a host task finds another CPU).
+ * Shared with the other policies (common/): policy.bpf.h (task context,
+ * ops.exit), tier_cache.bpf.h (BE rules), task_state.bpf.h (dying and
+ * freezing tasks run), slice_expiry.bpf.h, fifo_be.bpf.h (the FIFO BE tier:
+ * its queue, starvation guard and parking's walk), park_report.bpf.h
+ * (parking's starvation windows and reports), sync_pick.bpf.h (the kernel's
+ * CPU picker, never a BE waker's busy CPU), rt_takeover.bpf.h (what waits in
+ * the local queue of a CPU an RT/DL task takes goes back through
+ * ops.enqueue: a host task finds another CPU).
+ * This policy's own parts (this folder): state.bpf.h (tunables, maps, what
+ * it keeps per task), akita_server.bpf.h (budgets, periods, modes, and the
+ * server a CPU runs next), akita_stint.bpf.h (what a task's time on a CPU
+ * is charged to, and how long it may run there).
  * Not here (docs/akita.md): cpu.max, LO vCPUs borrowing other idle CPUs.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
+#include "state.bpf.h"
+#include "akita_server.bpf.h"
+#include "akita_stint.bpf.h"
+#include "../common/policy.bpf.h"
 #include "../common/tier_cache.bpf.h"
 #include "../common/task_state.bpf.h"
-#include "../common/fifo_guard.bpf.h"
+#include "../common/fifo_be.bpf.h"
 #include "../common/slice_expiry.bpf.h"
-
-char _license[] SEC("license") = "GPL";
-
-UEI_DEFINE(uei);
-
-/* Tunables, set by userspace before load. */
-const volatile u64 host_slice_ns = 5ULL * 1000 * 1000;
-const volatile u64 inactive_slice_ns = 5ULL * 1000 * 1000;
-const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
-const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
-const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
-const volatile u32 initial_temperature = 5;
-/* Parking: a BE task's starvation window (park_report.bpf.h); 0: parking off. */
-const volatile u64 park_after_ns = 0;
-/* Set by userspace where RT/DL takeovers are seen at sched_switch (v6.19+, rt_takeover.bpf.h). */
-const volatile bool evacuate_from_tp = false;
-
-/* How often a CPU walks the BE queue (parking's reports, tasks that must run). */
-#define AKITA_BE_WALK_NS	(50ULL * 1000 * 1000)
-
-/* No slice is cut below this: a shorter one costs more in switching than it serves. */
-#define AKITA_MIN_SLICE_NS	(50ULL * 1000)
-
-/* Bumped by userspace after it changes servers or vm_cgrps: tasks are reclassified. */
-u64 akita_gen;
-
-static u64 host_vtime_now;
-
 #include "../common/park_report.bpf.h"
+#include "../common/sync_pick.bpf.h"
+#include "../common/rt_takeover.bpf.h"
 
-enum { KIND_HOST = 0, KIND_VCPU = 1, KIND_BE = 2 };
+/* The counters rt_takeover.bpf.h adds to: this CPU's struct akita_cpu_run. */
+RT_TAKEOVER_STATS
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, AKITA_MAX_SERVERS);
-	__type(key, u32);
-	__type(value, struct akita_server_conf);
-} akita_servers SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, AKITA_MAX_SERVERS);
-	__type(key, u32);
-	__type(value, struct akita_server_run);
-} akita_srun SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, AKITA_MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct akita_cpu_conf);
-} akita_cpus SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, AKITA_MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct akita_cpu_run);
-} akita_crun SEC(".maps");
-
+/*
+ * vm_cgrps: a VM's cgroup (or a libvirt vcpuK cgroup) -> its servers.
+ * Written by userspace, with akita_gen bumped after.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -158,78 +115,6 @@ struct {
 	__type(key, u32);	/* tid */
 	__type(value, u32);	/* server id */
 } vm_threads SEC(".maps");
-
-struct task_ctx {
-	u64 run_start;		/* start of the stint being charged */
-	u64 wake_at;		/* ops.runnable: CPU access latency starts */
-	u64 cls_gen;		/* akita_gen the server was looked up at */
-	u64 cls_cgrp;		/* the task's cgroup (id) then */
-	s32 server;		/* its server by vm_cgrps; -1: in no VM */
-	u8 kind;		/* KIND_*, as of the last classification */
-	struct tier_memo memo;
-	struct starve_win starve;	/* BE: parking's starvation window */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
-
-static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
-{
-	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
-}
-
-/* park_report.bpf.h's handle on a task's starvation window */
-static __always_inline struct starve_win *task_starve(struct task_struct *p)
-{
-	struct task_ctx *tctx = task_ctx(p);
-
-	return tctx ? &tctx->starve : NULL;
-}
-
-#include "../common/park_fifo.bpf.h"
-
-/* sync_pick.bpf.h: the waker's kind as last classified (BE wakers do not sleep on cue) */
-static __always_inline bool current_is_be(void)
-{
-	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
-
-	return wctx && wctx->kind == KIND_BE;
-}
-
-#include "../common/sync_pick.bpf.h"
-
-static __always_inline struct akita_server_conf *sconf(s32 sid)
-{
-	u32 k = sid;
-	return bpf_map_lookup_elem(&akita_servers, &k);
-}
-
-static __always_inline struct akita_server_run *srun(s32 sid)
-{
-	u32 k = sid;
-	return bpf_map_lookup_elem(&akita_srun, &k);
-}
-
-static __always_inline struct akita_cpu_run *crun(s32 cpu)
-{
-	u32 k = cpu;
-	return bpf_map_lookup_elem(&akita_crun, &k);
-}
-
-static __always_inline u64 server_dsq(s32 sid) { return AKITA_SERVER_DSQ_BASE + sid; }
-
-/* rt_takeover.bpf.h's counters: this CPU's (each CPU writes only its own) */
-#define STAT_ADD(field, v) do {							\
-	struct akita_cpu_run *__c = crun(bpf_get_smp_processor_id());		\
-	if (__c)								\
-		__c->field += (v);						\
-} while (0)
-
-#include "../common/rt_takeover.bpf.h"
 
 /* A thread of a vcpus = "threads" VM: its own server, or -1 (a host task) until admitted. */
 static s32 thread_server(struct task_struct *p)
@@ -281,7 +166,7 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	u64 gen, cg;
 	u8 kind = KIND_HOST;
 
-	if (tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p)) {
+	if (tier_runs_as_be(p, &tctx->memo)) {
 		kind = KIND_BE;
 		goto out;
 	}
@@ -310,10 +195,6 @@ out:
 	tctx->kind = kind;
 	return kind;
 }
-
-#include "akita_server.bpf.h"
-
-#include "akita_stint.bpf.h"
 
 s32 BPF_STRUCT_OPS(akita_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
@@ -411,12 +292,7 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	if (kind == KIND_BE) {
-		starve_open(&tctx->starve, now);
-		fifo_note_enqueue(p, now);
-		scx_bpf_dsq_insert(p, AKITA_BE_DSQ, be_slice_ns, enq_flags);
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (cpu >= 0)
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		fifo_be_enqueue(p, &tctx->starve, AKITA_BE_DSQ, be_slice_ns, enq_flags, now);
 		return;
 	}
 	/*
@@ -425,7 +301,7 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 	 * queue and runs when the current slice ends (the kernel's own work
 	 * comes first, as the hypervisor's does in Xen). Not while an RT/DL
 	 * task holds that CPU: rescue_stranded() would send it back at every
-	 * tick (3692 times in test_rt's 12 s); in the host queue it waits for
+	 * tick of another CPU; in the host queue it waits for
 	 * that CPU's next dispatch, as it would have waited there.
 	 */
 	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
@@ -445,19 +321,13 @@ void BPF_STRUCT_OPS(akita_enqueue, struct task_struct *p, u64 enq_flags)
 }
 
 /*
- * Parking's walk of the BE queue (park_fifo.bpf.h), at most every
- * AKITA_BE_WALK_NS per CPU. A task it moves here runs for a BE slice; its
- * next enqueue classifies it a host task (classify()).
+ * Parking's walk of the BE queue (fifo_be.bpf.h). A task it moves here runs
+ * for a BE slice; its next enqueue classifies it a host task (classify()).
  */
 static bool be_walk(s32 cpu, u64 now, struct akita_cpu_run *cr)
 {
-	if (time_before(now, cr->be_walk_next))
-		return false;
-	cr->be_walk_next = now + AKITA_BE_WALK_NS;
-	if (!park_walk_fifo(AKITA_BE_DSQ, cpu, now, be_slice_ns, &cr->starved_reports))
-		return false;
-	cr->be_rescues++;
-	return true;
+	return fifo_be_walk(AKITA_BE_DSQ, cpu, now, be_slice_ns, &cr->be_walk_next, &cr->starved_reports,
+			    &cr->be_rescues);
 }
 
 /*
@@ -618,11 +488,7 @@ void BPF_STRUCT_OPS(akita_tick, struct task_struct *p)
 		rescue_stranded(bpf_get_smp_processor_id(), bpf_ktime_get_ns());
 }
 
-/* An RT/DL task took the CPU (kernels before v6.19; newer ones: the sched_switch program). */
-void BPF_STRUCT_OPS(akita_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
-{
-	rt_cpu_release();
-}
+RT_CPU_RELEASE_OP(akita_cpu_release)
 
 void BPF_STRUCT_OPS(akita_enable, struct task_struct *p)
 {
@@ -633,7 +499,7 @@ s32 BPF_STRUCT_OPS(akita_init_task, struct task_struct *p, struct scx_init_task_
 {
 	struct task_ctx *tctx;
 
-	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	tctx = task_ctx_create(p);
 	if (!tctx)
 		return -ENOMEM;
 	tctx->server = -1;
@@ -668,16 +534,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(akita_init)
 	return slice_expiry_init();
 }
 
-/* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
-void BPF_STRUCT_OPS(akita_cgroup_set_idle, struct cgroup *cgrp, bool idle)
-{
-	tier_cache_invalidate();
-}
-
-void BPF_STRUCT_OPS(akita_exit, struct scx_exit_info *ei)
-{
-	UEI_RECORD(uei, ei);
-}
+TIER_SET_IDLE_OP(akita_cgroup_set_idle)
+EXIT_OP(akita_exit)
 
 SCX_OPS_DEFINE(akita_ops,
 	       .select_cpu	= (void *)akita_select_cpu,

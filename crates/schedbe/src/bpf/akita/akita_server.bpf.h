@@ -8,12 +8,15 @@
  * ops.stopping there), so a server's state has one writer and needs no lock.
  *
  * sync_server() and pick_server() are global functions (__weak): the
- * verifier checks each once, on its own. As static functions it walked
- * them in every state of ops.dispatch's server loop, 50,000 instructions,
- * 5 s of each load under emulation (scripts/ab/verifier-cost.sh).
+ * verifier checks each once, on its own. As static functions it would walk
+ * them in every state of ops.dispatch's server loop, a large share of each
+ * load (docs/testing.md, "Load time"; scripts/ab/verifier-cost.sh).
  */
 #ifndef __AKITA_SERVER_BPF_H
 #define __AKITA_SERVER_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"	/* the maps, sconf(), srun(), server_dsq() */
 
 /*
  * Bring a server's state up to @now, on its own CPU: a new server starts a

@@ -6,11 +6,15 @@
  * when it starts on a CPU.
  *
  * Runs on the task's CPU (ops.dispatch, ops.running, ops.stopping), like
- * akita_server.bpf.h, which it builds on. The includer defines task_ctx,
- * KIND_*, sconf(), srun(), crun() and the slice tunables.
+ * akita_server.bpf.h, which it builds on.
  */
 #ifndef __AKITA_STINT_BPF_H
 #define __AKITA_STINT_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"	/* task_ctx, KIND_*, sconf(), srun(), crun(), the slice tunables */
+#include "akita_server.bpf.h"
+#include "../common/slice_expiry.bpf.h"
 
 /*
  * Charge @d ns, ending at @now, to server @r's current period. A vCPU that
@@ -112,8 +116,8 @@ static void start_stint(struct task_struct *p, struct task_ctx *tctx, s32 cpu, u
 			cr->cur_deadline = r->deadline;
 			/*
 			 * The budget's end is the policy's, not the tick's: timed.
-			 * Untimed, a vCPU ran up to a tick (4 ms) past its budget
-			 * while other VMs under theirs waited.
+			 * Untimed, a vCPU would run up to a tick past its budget
+			 * while other VMs under theirs wait.
 			 */
 			slice = c->budget_ns - r->used_ns;
 			timed = true;

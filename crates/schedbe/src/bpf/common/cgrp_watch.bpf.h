@@ -3,9 +3,9 @@
  * When userspace must read cgroupfs again. Each policy's daemon walks the
  * cgroup tree every second for cgroups created or removed, and reads the
  * files of new ones (cpu.weight, cpu.max). Re-reading every cgroup's files
- * every second cost a quarter of a CPU under emulation on a node of 1000
- * cgroups, so the ones it already knows are read again only when the kernel
- * says something changed:
+ * every second costs a large share of a CPU on a node of many cgroups, so
+ * the ones it already knows are read again only when the kernel says
+ * something changed:
  *  - a cgroup got or lost the cpu controller (ops.cgroup_init/exit: its
  *    cpu.weight and cpu.max appear or go);
  *  - cpu.weight was written (ops.cgroup_set_weight, the SCHED_BE policy's
@@ -18,11 +18,26 @@
 #ifndef __SCHEDBE_CGRP_WATCH_BPF_H
 #define __SCHEDBE_CGRP_WATCH_BPF_H
 
+#include <scx/common.bpf.h>
+
 u32 cgrp_reread_req;
 
 static __always_inline void cgrp_reread(void)
 {
 	cgrp_reread_req = 1;
+}
+
+/* ops.cgroup_init and ops.cgroup_exit: a cgroup got or lost the cpu controller. */
+#define CGRP_WATCH_OPS(init_name, exit_name)						\
+s32 BPF_STRUCT_OPS(init_name, struct cgroup *cgrp, struct scx_cgroup_init_args *args)	\
+{											\
+	cgrp_reread();									\
+	return 0;									\
+}											\
+											\
+void BPF_STRUCT_OPS(exit_name, struct cgroup *cgrp)					\
+{											\
+	cgrp_reread();									\
 }
 
 #endif /* __SCHEDBE_CGRP_WATCH_BPF_H */

@@ -61,22 +61,38 @@
  *  - concurrency mode: a slot's running count is the number of tasks of its
  *    subtree that hold its token, and it never exceeds its cap (taken by
  *    compare-and-swap, so two CPUs cannot both take the last token); the
- *    tokens themselves are in cpumax_conc.bpf.h.
- *
- * The includer defines, before including this header:
- *  - STAT_ADD(field, v) over a struct cpu_stats with bw_holds, bw_releases,
- *    bw_restarts, bw_forgiven_ns, bw_unthrottles, bw_late_ns;
- * and, anywhere in the file:
- *  - bw_release_to(p, &dsq, &vtime, &fifo): the run queue and virtual time
- *    a task leaving a holding queue goes to (fifo: a FIFO queue, inserted
- *    in arrival order with @vtime in dsq_vtime);
- *  - bw_released(p, dsq): wake a CPU for it.
+ *    tokens themselves are in cpumax_conc.bpf.h, which a policy includes
+ *    only if it offers that mode.
  */
 #ifndef __SCHEDBE_CPUMAX_BPF_H
 #define __SCHEDBE_CPUMAX_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"	/* SCHEDBE_BW_*, struct bw_conf, struct bw_stat */
+#include "policy.bpf.h"	/* STAT_FN() */
 #include "task_state.bpf.h"
 #include "slice_expiry.bpf.h"
+
+/* Needs from the policy: */
+/*
+ * The run queue and virtual time a task leaving a holding queue goes to
+ * (*@fifo: a FIFO queue, inserted in arrival order with @vtime in
+ * dsq_vtime); false: it stays held.
+ */
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo);
+/* wake a CPU for @p, just released into @dsq */
+static void bw_released(struct task_struct *p, u64 dsq);
+/* add @v to this CPU's cpu.max counters (CPUMAX_STATS defines them over its my_stats()) */
+static __always_inline void stat_bw_holds(u64 v);
+static __always_inline void stat_bw_releases(u64 v);
+static __always_inline void stat_bw_restarts(u64 v);
+static __always_inline void stat_bw_forgiven_ns(u64 v);
+static __always_inline void stat_bw_unthrottles(u64 v);
+static __always_inline void stat_bw_late_ns(u64 v);
+
+#define CPUMAX_STATS									\
+	STAT_FN(bw_holds) STAT_FN(bw_releases) STAT_FN(bw_restarts)			\
+	STAT_FN(bw_forgiven_ns) STAT_FN(bw_unthrottles) STAT_FN(bw_late_ns)
 
 /* Debt that would throttle longer than this is forgiven (the watchdog's limit is 30 s). */
 #define BW_MAX_THROTTLE_NS	(10000ULL * 1000 * 1000)
@@ -162,9 +178,6 @@ u32 bw_rescan_req;	/* set_bandwidth saw a cgroup userspace has not given a slot 
 static u32 bw_nr_throttled;	/* slots throttled now */
 
 static __always_inline u64 bw_dsq(u32 slot) { return SCHEDBE_BW_DSQ_BASE + slot; }
-
-static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo);
-static void bw_released(struct task_struct *p, u64 dsq);
 
 /*
  * Look up @p's limited ancestors-or-self (innermost first) and cache them in @bt.
@@ -280,9 +293,9 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
 		 * period timers do the same (they start at expiry 0 and are only
 		 * ever forwarded by whole periods), so cgroups with equal periods
 		 * share boundaries: a pod and its container limited alike throttle
-		 * together. On grids of their own each cut the bursts that straddle
-		 * the other's boundary: a k8s pod was throttled 11 times for 645 ms
-		 * where its container, same limit, same usage, was for 247 ms.
+		 * together. On grids of their own each would cut the bursts that
+		 * straddle the other's boundary, and the pod would be throttled
+		 * far more than its container of the same limit and usage.
 		 */
 		s->quota_ns = c->quota_ns;
 		s->period_ns = c->period_ns;
@@ -291,7 +304,7 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
 		s->period_start = now - now % c->period_ns;
 		/* running is not reset: tasks on CPUs still hold their tokens */
 		s->cap = bw_conc_mode ? (s32)((c->quota_ns + c->period_ns - 1) / c->period_ns) : 0;
-		STAT_ADD(bw_restarts, 1);
+		stat_bw_restarts(1);
 	}
 	bw_refill(s, slot, now);
 	return s;
@@ -301,8 +314,8 @@ static struct bw_state *bw_slot(u32 slot, u64 now)
  * Arm @slot's timer on this CPU for the end of its current period, or to
  * fire at once when the slot is due already: bw_slot() refills lazily, so a
  * throttled slot whose timer is late can already be in the next period with
- * runtime, and the end of *that* period is a whole period too late (holds
- * re-arming there kept k8s pods throttled for 100 ms with a full quota).
+ * runtime, and the end of *that* period is a whole period too late (a
+ * cgroup would stay throttled a whole period with a full quota).
  */
 static void bw_arm(u32 slot, struct bw_state *s, u64 now)
 {
@@ -369,8 +382,8 @@ __weak s32 bw_first_throttled(struct bw_task *ch __arg_nonnull, u64 now)
  * cgroups. True when one of them is throttled now: the caller ends @p's
  * slice. The time is the kernel's own account of it (sum_exec_runtime, what
  * cpu.stat's usage_usec adds up), not ops.running..ops.stopping: that window
- * misses the context switches around it, which under emulation made a 1%
- * limit use 1.6% by cpu.stat.
+ * misses the context switches around it, so a small limit would use more
+ * than its quota by cpu.stat.
  */
 static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 now)
 {
@@ -402,7 +415,7 @@ static bool bw_charge(struct task_struct *p, struct bw_task *bt, u64 now)
 			__sync_fetch_and_add(&st->usage_ns, ran);
 		left = __sync_fetch_and_add(&s->runtime_ns, -(s64)ran) - (s64)ran;
 		if (left < -bw_max_debt(s)) {
-			STAT_ADD(bw_forgiven_ns, -bw_max_debt(s) - left);
+			stat_bw_forgiven_ns(-bw_max_debt(s) - left);
 			s->runtime_ns = -bw_max_debt(s);
 		}
 		if (left <= 0)
@@ -451,8 +464,8 @@ static u64 bw_runtime_left(struct task_struct *p, struct bw_task *bt, u64 now)
  * timer releases it. The timer stays where the throttle armed it (a CPU the
  * cgroup ran on) when it is still due comfortably after this insert: the
  * enqueue runs on the waking CPU, which may be one the cgroup never runs on,
- * and a timer moved there fired late whenever that CPU was busy or its vCPU
- * preempted (a 3-vCPU k8s run: the client's CPU, tens of ms). Otherwise (the
+ * and a timer moved there fires late whenever that CPU is busy or its vCPU
+ * preempted. Otherwise (the
  * timer fired or is about to, or the slot was just unthrottled) it is armed
  * here, so every held task is looked at again.
  */
@@ -462,7 +475,7 @@ static void bw_hold(struct task_struct *p, s32 slot, u64 enq_flags, u64 now)
 	u32 key = slot;
 
 	scx_bpf_dsq_insert_vtime(p, bw_dsq(key), SCX_SLICE_DFL, p->scx.dsq_vtime, enq_flags);
-	STAT_ADD(bw_holds, 1);
+	stat_bw_holds(1);
 	if (!(s = bpf_map_lookup_elem(&bw_state, &key)))
 		return;
 	/* a clock read after the insert: a timer due after it iterates after the insert */
@@ -480,7 +493,7 @@ static void bw_hold_queued(struct bpf_iter_scx_dsq *it, struct task_struct *p, s
 
 	if (!scx_bpf_dsq_move_vtime(it, p, bw_dsq(key), 0))
 		return;
-	STAT_ADD(bw_holds, 1);
+	stat_bw_holds(1);
 	if ((s = bpf_map_lookup_elem(&bw_state, &key)))
 		bw_arm(key, s, now);
 }
@@ -505,9 +518,9 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 	if (!bw_slot(slot, now) || s->runtime_ns > 0)
 		bw_unthrottle(slot, s, now);
 	if (was_throttled && !s->throttled) {
-		STAT_ADD(bw_unthrottles, 1);
+		stat_bw_unthrottles(1);
 		if (now > due)
-			STAT_ADD(bw_late_ns, now - due);
+			stat_bw_late_ns(now - due);
 	}
 	if (s->throttled) {
 		bw_arm(slot, s, now);
@@ -522,14 +535,12 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 		moved = fifo ? scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, dsq, 0) :
 			       scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0);
 		if (moved) {
-			STAT_ADD(bw_releases, 1);
+			stat_bw_releases(1);
 			bw_released(p, dsq);
 		}
 	}
 	return 0;
 }
-
-#include "cpumax_conc.bpf.h"
 
 /* ops.init: one holding queue and one timer per slot, one expiry timer per CPU. */
 static s32 bw_init(void)
@@ -584,6 +595,13 @@ static void bw_set(u64 cgid, u64 period_us, u64 quota_us, u64 burst_us)
 		bw_on = true;
 	if (was_limited != !!c->quota_ns)
 		__sync_fetch_and_add(&bw_gen, 1);
+}
+
+/* ops.cgroup_set_bandwidth: cpu.max or cpu.max.burst written (v6.17+; userspace leaves it out on older kernels). */
+#define BW_SET_BANDWIDTH_OP(name)							\
+void BPF_STRUCT_OPS(name, struct cgroup *cgrp, u64 period_us, u64 quota_us, u64 burst_us)	\
+{											\
+	bw_set(BPF_CORE_READ(cgrp, kn, id), period_us, quota_us, burst_us);		\
 }
 
 #endif /* __SCHEDBE_CPUMAX_BPF_H */

@@ -16,10 +16,15 @@
  *    CPU without the count dropping (bw_conc_hand_over), so no other CPU
  *    can slip in between.
  *
- * Included by cpumax.bpf.h; needs its bw_chain(), bw_slot() and maps.
+ * Builds on cpumax.bpf.h (bw_chain(), bw_slot(), its maps); only a policy
+ * that offers the mode includes it (SCHED_BE).
  */
 #ifndef __SCHEDBE_CPUMAX_CONC_BPF_H
 #define __SCHEDBE_CPUMAX_CONC_BPF_H
+
+#include <scx/common.bpf.h>
+#include "cpumax.bpf.h"
+#include "task_state.bpf.h"
 
 static __always_inline bool bw_conc_on(void)
 {

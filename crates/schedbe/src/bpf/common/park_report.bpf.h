@@ -16,15 +16,17 @@
  *   starve_ran()    when the task leaves a CPU,
  *   starve_window_end() + report_starved() from a walk of its BE queue
  *                   (at most every few tens of ms per CPU); a policy whose
- *                   BE queue is one FIFO has that walk in park_fifo.bpf.h.
- *
- * The includer includes tier.bpf.h (task_cgid()) and defines the rodata
- * park_after_ns (0: parking off, no window ever ends).
+ *                   BE queue is one FIFO has that walk in fifo_be.bpf.h.
  */
 #ifndef __SCHEDBE_PARK_REPORT_BPF_H
 #define __SCHEDBE_PARK_REPORT_BPF_H
 
-#include "../sched_be/intf.h"	/* SCHEDBE_STARVED_DIV, which park.rs reads too */
+#include <scx/common.bpf.h>
+#include "intf.h"	/* SCHEDBE_STARVED_DIV, which park.rs reads too */
+#include "tier.bpf.h"	/* task_cgid() */
+
+/* The starvation window, set by userspace before load; 0: parking off, no window ever ends. */
+const volatile u64 park_after_ns = 0;
 
 /*
  * cgroup id -> when one of its BE tasks was last seen starved. Userspace

@@ -12,31 +12,55 @@
  * (evacuate_from_tp). On v7.1+ a CPU's tick also rescues tasks that landed in
  * another CPU's local queue just after an RT task took it (rescue_stranded).
  *
- * With RT_LAZY_EVACUATION defined to 1 by the includer (SCHED_BE, which then
- * defines rt_evacuate_anyway()) and the tick's rescue available, a takeover
- * leaves the preempted task where it is unless the includer says otherwise
- * or some CPU is idle and the RT/DL task's last burst was long (at least
- * SCHEDBE_RT_LONG_NS). Most RT bursts (an RT client's send, a kernel
- * thread) last tens of microseconds, and sending the preempted task away
- * costs two IRQ-work interrupts (the deferred re-enqueue, then ops.enqueue's
- * kick of the idle CPU), a wake-up IPI and a migration each time
- * (docs/overhead-log-6.md, "2026-12-02 (third)"). A burst that lasts anyway is cut short
- * for what waits behind it after SCHEDBE_RT_STRAND_NS: by the tick of any
- * busy CPU (rescue_stranded()), by the RT CPU's own tick
- * (rt_strand_check(), for when every other CPU is idle and does not
- * tick), and at once by a CPU that runs out of work (rt_rescue_before_idle(),
- * from the policy's ops.dispatch).
+ * Lazy evacuation, built in where RT_LAZY_EVACUATION is 1 (SCHED_BE's
+ * skeleton, a compiler flag set in build.rs), with the tick's rescue
+ * available: a takeover leaves the preempted task where it is unless the
+ * policy says otherwise (rt_evacuate_anyway()) or some CPU is idle and the
+ * RT/DL task's last burst was long (at least SCHEDBE_RT_LONG_NS). Most RT
+ * bursts (an RT client's send, a kernel thread) last tens of microseconds,
+ * and sending the preempted task away costs two IRQ-work interrupts (the
+ * deferred re-enqueue, then ops.enqueue's kick of the idle CPU), a wake-up
+ * IPI and a migration each time (docs/design.md, "Failure behaviour"). A
+ * burst that lasts anyway is cut short for what waits behind it after
+ * SCHEDBE_RT_STRAND_NS: by the tick of any busy CPU (rescue_stranded()), by
+ * the RT CPU's own tick (rt_strand_check(), for when every other CPU is
+ * idle and does not tick), and at once by a CPU that runs out of work
+ * (rt_rescue_before_idle(), from the policy's ops.dispatch).
  *
- * The includer defines STAT_ADD(field, v) over its per-CPU counters (with
- * rt_evacuations and rt_rescues) and the rodata flag evacuate_from_tp;
- * userspace chooses the path (rt_takeover.rs).
+ * Userspace chooses the path (rt_takeover.rs) and sets evacuate_from_tp.
  */
 #ifndef __SCHEDBE_RT_TAKEOVER_BPF_H
 #define __SCHEDBE_RT_TAKEOVER_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"	/* SCHEDBE_MAX_CPUS */
+#include "policy.bpf.h"	/* STAT_FN() */
+
 #ifndef RT_LAZY_EVACUATION
 #define RT_LAZY_EVACUATION 0
 #endif
+
+/* Needs from the policy (RT_TAKEOVER_STATS defines them over its my_stats()): */
+/* add @v to this CPU's counters rt_evacuations and rt_rescues */
+static __always_inline void stat_rt_evacuations(u64 v);
+static __always_inline void stat_rt_rescues(u64 v);
+#if RT_LAZY_EVACUATION
+/*
+ * Must a takeover evacuate at once anyway? SCHED_BE: once any task was BE,
+ * since a task left behind the RT burst while another CPU runs BE would be
+ * LC waiting below BE; evacuated, it preempts that BE.
+ */
+static __always_inline bool rt_evacuate_anyway(void);
+#endif
+
+#define RT_TAKEOVER_STATS STAT_FN(rt_evacuations) STAT_FN(rt_rescues)
+
+/*
+ * Set by userspace on kernels that re-enqueue a local queue from any context
+ * (v6.19+), where ops.cpu_release is deprecated: userspace then leaves
+ * cpu_release out and the sched_switch program below does its job.
+ */
+const volatile bool evacuate_from_tp = false;
 
 /* Is a task stranded in a foreign local queue rescued here (v7.1+, tracepoint path)? */
 static __always_inline bool rescue_available(void)
@@ -52,8 +76,8 @@ static __always_inline bool rescue_available(void)
 /*
  * Lazy evacuation: an RT/DL task whose last burst lasted this long is
  * expected to hold the CPU long again, so what it preempts goes to an idle
- * CPU at once. Shorter, waiting costs less than moving (under emulation a
- * migration to an idle CPU costs a few hundred microseconds itself).
+ * CPU at once. Shorter, waiting costs less than moving, which has a cost of
+ * its own (interrupts, a migration; docs/design.md, "Failure behaviour").
  */
 #define SCHEDBE_RT_LONG_NS	(250ULL * 1000)
 
@@ -103,13 +127,6 @@ static __always_inline bool rt_burst_long(struct task_struct *p)
 
 	return last && *last >= SCHEDBE_RT_LONG_NS;
 }
-
-/*
- * The includer's: must a takeover evacuate at once anyway? SCHED_BE: once
- * any task was BE, since a task left behind the RT burst while another CPU
- * runs BE would be LC waiting below BE; evacuated, it preempts that BE.
- */
-static __always_inline bool rt_evacuate_anyway(void);
 #endif
 
 /*
@@ -117,7 +134,7 @@ static __always_inline bool rt_evacuate_anyway(void);
  * header)? "Some CPU is idle" is this program's own count, not the kernel's
  * idle cpumask: scx_bpf_get_idle_cpumask() from a tracepoint aborts the
  * scheduler while built-in idle tracking is off (as the scheduler is
- * enabled or disabled), as CI saw on 2026-12-02 (reverted in cf952a9).
+ * enabled or disabled).
  */
 static __always_inline bool evacuate_now(struct task_struct *next)
 {
@@ -131,14 +148,14 @@ static __always_inline bool evacuate_now(struct task_struct *next)
 /*
  * A task that cannot leave a CPU stays in its local queue however often
  * that is re-enqueued: the kernel does not call ops.enqueue for a task with
- * migration disabled, it puts it straight back. The kernel here (7.3)
- * aborts the scheduler when a task is re-enqueued 257 times without
- * running (SCX_EV_REENQ_REPEAT), as CI saw on 2026-12-06: a thread inside
- * a BPF map batch syscall, preempted by a 500 ms RT burst, sent back at
- * every tick of the other CPU. So a CPU's local queue is re-enqueued at
- * most this many times in one RT/DL span; past that, what lands there
- * waits out the burst, as before lazy evacuation's rescues existed. A span
- * ends with the CPU running its queue, the stuck task first.
+ * migration disabled, it puts it straight back. The kernel (7.3) aborts
+ * the scheduler when a task is re-enqueued 257 times without running
+ * (SCX_EV_REENQ_REPEAT): a thread inside a BPF map batch syscall, preempted
+ * by a long RT burst, would be sent back at every tick of another CPU
+ * (docs/design.md, "Failure behaviour"). So a CPU's local queue is
+ * re-enqueued at most this many times in one RT/DL span; past that, what
+ * lands there waits out the burst. A span ends with the CPU running its
+ * queue, the stuck task first.
  */
 #define SCHEDBE_RT_REENQ_MAX	64
 
@@ -178,7 +195,7 @@ int BPF_PROG(schedbe_sched_switch, bool preempt, struct task_struct *prev,
 	}
 	if (rt && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && evacuate_now(next) && rt_reenq_allowed(c) &&
 	    !scx_bpf_reenqueue_local_from_anywhere())
-		STAT_ADD(rt_evacuations, 1);
+		stat_rt_evacuations(1);
 	return 0;
 }
 
@@ -191,8 +208,8 @@ static __always_inline bool rt_held_for(struct rt_cpu *c, u64 now, u64 min_ns)
 /*
  * The evacuation above misses a task that lands in the local queue just
  * after the switch: an entry check that claimed the CPU a moment before the
- * RT task took it. That task would wait for the whole RT burst (seen: 324 ms
- * behind a 300 ms burst). So every tick, a CPU sends back the local queues of
+ * RT task took it. That task would wait for the whole RT burst. So every
+ * tick, a CPU sends back the local queues of
  * CPUs an RT/DL task has held for over SCHEDBE_RT_STRAND_NS. A foreign local
  * queue can be re-enqueued only with the generic kfunc of v7.1+; before, the
  * task waits until the RT task leaves (or the kernel's own server runs it).
@@ -212,7 +229,7 @@ static void rescue_held_for(u32 self, u64 now, u64 min_ns)
 			continue;
 		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i) && rt_reenq_allowed(c)) {
 			scx_bpf_dsq_reenq(SCX_DSQ_LOCAL_ON | i, 0);
-			STAT_ADD(rt_rescues, 1);
+			stat_rt_rescues(1);
 		}
 	}
 }
@@ -244,10 +261,9 @@ static __always_inline void rt_rescue_before_idle(u32 self)
  *
  * Where the kernel's BTF has them, the hooks are the RT and deadline
  * classes' own task_tick (fentry), which run only at a tick of a CPU an
- * RT/DL task holds: a few calls a second, where the tracepoint below ran at
- * every timer expiry of every CPU (12000 calls in 18 s at issue 13's load,
- * a tenth of schedbe's program runs, docs/overhead.md "2026-12-06
- * (second)"). The tick's rq lock is held there, as at sched_switch, where
+ * RT/DL task holds: a few calls a second, where the tracepoint below runs at
+ * every timer expiry of every CPU (docs/design.md, "Failure behaviour").
+ * The tick's rq lock is held there, as at sched_switch, where
  * the same re-enqueue runs. Userspace loads the fentry pair, or else the
  * tracepoint (rt_takeover.rs). A nohz_full CPU running a lone SCHED_FIFO
  * task may stop its tick; the other CPUs' ticks and their way to idle
@@ -265,7 +281,7 @@ static __always_inline void rt_strand_check(void)
 	if (!rt_held_for(c, bpf_ktime_get_ns(), SCHEDBE_RT_STRAND_NS))
 		return;
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) && rt_reenq_allowed(c) && !scx_bpf_reenqueue_local_from_anywhere())
-		STAT_ADD(rt_rescues, 1);
+		stat_rt_rescues(1);
 }
 
 /* No argument is read: the prototypes are no part of this. */
@@ -313,8 +329,21 @@ static __always_inline bool rt_holds(s32 cpu)
 static __always_inline void rt_cpu_release(void)
 {
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
-		STAT_ADD(rt_evacuations, 1);
+		stat_rt_evacuations(1);
 	scx_bpf_reenqueue_local();
+}
+
+/*
+ * An RT/DL task took the CPU: what waits in its local queue would wait
+ * behind it, so it goes back through ops.enqueue, which finds it another
+ * CPU. Kernels before v6.19 say so through ops.cpu_release; newer ones
+ * deprecate that callback, and the sched_switch program above does it
+ * instead (userspace loads one of the two).
+ */
+#define RT_CPU_RELEASE_OP(name)								\
+void BPF_STRUCT_OPS(name, s32 cpu, struct scx_cpu_release_args *args)			\
+{											\
+	rt_cpu_release();								\
 }
 
 #endif /* __SCHEDBE_RT_TAKEOVER_BPF_H */

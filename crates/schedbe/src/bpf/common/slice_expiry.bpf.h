@@ -22,13 +22,15 @@
  * does nothing, and the task runs to the end of its slice, as without the
  * timer.
  *
- * Cost: where bpf_timer_start() is lock-free (7.3 here, kernel/bpf/helpers.c),
- * a start with interrupts disabled, as in every sched_ext callback, is
- * deferred to an IRQ work on this CPU: each arming costs a self-interrupt
- * (docs/overhead-log-6.md, "2026-12-02 (third)"). Only the paths named above arm.
+ * Cost: where bpf_timer_start() is lock-free (kernel/bpf/helpers.c), a
+ * start with interrupts disabled, as in every sched_ext callback, is
+ * deferred to an IRQ work on this CPU: each arming costs a self-interrupt.
+ * Only the paths named above arm.
  */
 #ifndef __SCHEDBE_SLICE_EXPIRY_BPF_H
 #define __SCHEDBE_SLICE_EXPIRY_BPF_H
+
+#include <scx/common.bpf.h>
 
 #ifndef SLICE_EXPIRY_MAX_CPUS
 #define SLICE_EXPIRY_MAX_CPUS	1024

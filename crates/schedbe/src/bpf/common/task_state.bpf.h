@@ -3,11 +3,13 @@
  * Task states every schedbe policy must honour, whatever tier or VM a task
  * is in: a dying task and a task on its way to the freezer trap must get to
  * run, or a killed BE task would exit only on guard slices and parking could
- * not land (see main.bpf.c, "parking"); a task preempted inside an RCU
+ * not land (see sched_be.bpf.c, "parking"); a task preempted inside an RCU
  * read-side critical section must get to run, or RCU stalls.
  */
 #ifndef __SCHEDBE_TASK_STATE_BPF_H
 #define __SCHEDBE_TASK_STATE_BPF_H
+
+#include <scx/common.bpf.h>
 
 #ifndef PF_EXITING
 #define PF_EXITING	0x00000004
@@ -41,9 +43,10 @@ static __always_inline bool task_freezing(struct task_struct *p)
  * every grace period, and all that waits for one (synchronize_rcu(), and
  * unloading this scheduler), waits until @p runs again. The kernel's remedy,
  * RCU priority boosting, is often not built (Debian's kernels lack
- * CONFIG_RCU_BOOST): a task of a weight-1 cgroup preempted so next to
- * weight-10000 hogs stalled RCU for over a minute, and `schedbe run` could
- * not unload. So such a task runs soon, whatever its tier or weight.
+ * CONFIG_RCU_BOOST): a task of a low-weight cgroup preempted next to
+ * heavy hogs would hold up every grace period, and the scheduler's own
+ * unload, for as long as it waits. So such a task runs soon, whatever its
+ * tier or weight.
  *
  * The test is rcu_blocked_node, set by rcu_note_context_switch() when a
  * reader is switched out and cleared when it leaves the section, not

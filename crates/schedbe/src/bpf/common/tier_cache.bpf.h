@@ -25,7 +25,9 @@
 #ifndef __SCHEDBE_TIER_CACHE_BPF_H
 #define __SCHEDBE_TIER_CACHE_BPF_H
 
+#include <scx/common.bpf.h>
 #include "tier.bpf.h"
+#include "task_state.bpf.h"
 
 /* Bumped by userspace after be_cgroups changes, and by ops.cgroup_set_idle. */
 u64 tier_gen;
@@ -66,10 +68,26 @@ static __always_inline bool tier_task_is_be_cached(struct task_struct *p, struct
 	return tier_idle_cached ? m->idle : tier_tg_idle(p);
 }
 
+/*
+ * Whether @p runs as BE now: BE by the rules, unless it is dying or on its
+ * way to the freezer trap (both must get to run, task_state.bpf.h).
+ */
+static __always_inline bool tier_runs_as_be(struct task_struct *p, struct tier_memo *m)
+{
+	return tier_task_is_be_cached(p, m) && !task_dying(p) && !task_freezing(p);
+}
+
 /* cpu.idle was written somewhere: every remembered answer is recomputed. */
 static __always_inline void tier_cache_invalidate(void)
 {
 	__sync_fetch_and_add(&tier_gen, 1);
+}
+
+/* ops.cgroup_set_idle (v6.19+; userspace leaves it out on older kernels): reclassify. */
+#define TIER_SET_IDLE_OP(name)								\
+void BPF_STRUCT_OPS(name, struct cgroup *cgrp, bool idle)				\
+{											\
+	tier_cache_invalidate();							\
 }
 
 #endif /* __SCHEDBE_TIER_CACHE_BPF_H */

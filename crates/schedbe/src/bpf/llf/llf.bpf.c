@@ -28,9 +28,8 @@
  *            sandbox's do. Were it ordered by its own load, an overload
  *            that started while every sandbox was still at its start key 0
  *            would queue the daemon behind all of them, and the keys it
- *            should publish would stay at 0 while it waited for the floor
- *            (seen: 8.7 s at load 1.3 on 4 CPUs). It takes about 3% of a
- *            CPU.
+ *            should publish would stay at 0 while it waited for the floor,
+ *            for seconds. It takes a small share of a CPU.
  *  entry:    an LC wakeup that finds no idle CPU preempts a CPU running
  *            BE (its previous CPU first), as SCHED_BE's entry check does.
  *  preempt:  an LC wakeup that finds no idle CPU nor BE preempts the CPU whose
@@ -67,24 +66,28 @@
  *            freeze pending runs at the next walk of the BE queue
  *            (park_fifo.bpf.h, as in Akita).
  *
- * Shared with the other policies: tier_cache.bpf.h (BE rules; its
+ * Shared with the other policies (common/): policy.bpf.h (task context,
+ * counters, ops.exit), tier_cache.bpf.h (BE rules; tier.bpf.h's
  * cgrp_outermost_in() finds a task's sandbox too), task_state.bpf.h (dying
- * and freezing tasks run as LC), fifo_guard.bpf.h (the BE starvation guard),
- * park_report.bpf.h and park_fifo.bpf.h (parking's starvation windows,
- * reports, and walk of the BE queue), rt_takeover.bpf.h (what waits in the
- * local queue of a CPU an RT/DL task takes goes back through ops.enqueue
- * and finds another CPU), cpumax.bpf.h (cpu.max), cgrp_watch.bpf.h (when
+ * and freezing tasks run as LC), fifo_be.bpf.h (the FIFO BE tier: its
+ * queue, starvation guard and parking's walk), park_report.bpf.h (parking's
+ * starvation windows and reports), sync_pick.bpf.h (the kernel's CPU picker,
+ * never a BE waker's busy CPU), rt_takeover.bpf.h (what waits in the local
+ * queue of a CPU an RT/DL task takes goes back through ops.enqueue and finds
+ * another CPU), cpumax.bpf.h (cpu.max, quota mode), cgrp_watch.bpf.h (when
  * userspace reads cgroup files again).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
+#include "../common/policy.bpf.h"
 #include "../common/tier_cache.bpf.h"
 #include "../common/task_state.bpf.h"
-#include "../common/fifo_guard.bpf.h"
-
-char _license[] SEC("license") = "GPL";
-
-UEI_DEFINE(uei);
+#include "../common/fifo_be.bpf.h"
+#include "../common/park_report.bpf.h"
+#include "../common/sync_pick.bpf.h"
+#include "../common/rt_takeover.bpf.h"
+#include "../common/cpumax.bpf.h"
+#include "../common/cgrp_watch.bpf.h"
 
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
@@ -94,14 +97,8 @@ const volatile u64 floor_slice_ns = 1ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 2ULL * 1000 * 1000 * 1000;
 const volatile u64 min_run_ns = 100ULL * 1000;
 const volatile u64 preempt_margin = LLF_LOAD_ONE / 16;
-/* Parking: a BE task's starvation window (park_report.bpf.h); 0: parking off. */
-const volatile u64 park_after_ns = 0;
 /* The scheduler's own process (userspace sets it): keyed 0, see "daemon" above. */
 const volatile s32 daemon_tgid = -1;
-/* Set by userspace where RT/DL takeovers are seen at sched_switch (v6.19+, rt_takeover.bpf.h). */
-const volatile bool evacuate_from_tp = false;
-/* How often a CPU walks the BE queue for parking. */
-#define LLF_BE_WALK_NS	(50ULL * 1000 * 1000)
 /* The loads' half-life (userspace sets it from --load-half-life-s). */
 const volatile u64 half_life_ns = 1000ULL * 1000 * 1000;
 
@@ -126,12 +123,11 @@ struct {
 	__type(value, u64);
 } sandbox_ran SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct llf_stats);
-} stats SEC(".maps");
+PERCPU_STATS_DEFINE(struct llf_stats)
+
+/* The counters the shared parts add to: this policy's struct llf_stats. */
+RT_TAKEOVER_STATS
+CPUMAX_STATS
 
 /* What each CPU runs: the key of its task's sandbox, and since when. */
 struct cpu_state {
@@ -150,33 +146,6 @@ struct {
 	__type(value, struct cpu_state);
 } cpu_states SEC(".maps");
 
-
-#include "../common/park_report.bpf.h"
-
-static __always_inline struct llf_stats *my_stats(void)
-{
-	u32 zero = 0;
-	return bpf_map_lookup_elem(&stats, &zero);
-}
-
-#define STAT_ADD(field, v) do {						\
-	struct llf_stats *__s = my_stats();				\
-	if (__s)							\
-		__s->field += (v);					\
-} while (0)
-
-#include "../common/rt_takeover.bpf.h"
-
-/*
- * cpu.max in quota mode (bw_conc_mode stays false: --limit-mode is the
- * SCHED_BE policy's); the concurrency mode's functions are compiled, unused.
- */
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wunused-function"
-#include "../common/cpumax.bpf.h"
-#include "../common/cgrp_watch.bpf.h"
-#pragma clang diagnostic pop
-
 struct task_ctx {
 	u64 enq_at;		/* LC: when queued (the floor) */
 	u64 host_load;		/* outside every sandbox: its own load, CPUs x LLF_LOAD_ONE */
@@ -190,37 +159,9 @@ struct task_ctx {
 	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
+#define TCTX_IS_BE(c)	((c)->be)
 
-static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
-{
-	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
-}
-
-/* park_report.bpf.h's handle on a task's starvation window */
-static __always_inline struct starve_win *task_starve(struct task_struct *p)
-{
-	struct task_ctx *tctx = task_ctx(p);
-
-	return tctx ? &tctx->starve : NULL;
-}
-
-#include "../common/park_fifo.bpf.h"
-
-/* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
-static __always_inline bool current_is_be(void)
-{
-	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
-
-	return wctx && wctx->be;
-}
-
-#include "../common/sync_pick.bpf.h"
+TASK_CTX_DEFINE(struct task_ctx, TCTX_IS_BE)
 
 static __always_inline struct cpu_state *cpu_state(s32 cpu)
 {
@@ -233,7 +174,7 @@ static bool classify(struct task_struct *p, struct task_ctx *tctx)
 {
 	u64 gen = *(volatile u64 *)&llf_gen, cg = task_cgid(p);
 
-	tctx->be = tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p);
+	tctx->be = tier_runs_as_be(p, &tctx->memo);
 	if (tctx->cls_gen != gen || tctx->cls_cgrp != cg) {
 		tctx->sb = cgrp_outermost_in(p, &sandbox_key);
 		tctx->cls_gen = gen;
@@ -370,12 +311,7 @@ void BPF_STRUCT_OPS(llf_enqueue, struct task_struct *p, u64 enq_flags)
 	if (enq_flags & SCX_ENQ_LAST)
 		scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
 	if (be) {
-		starve_open(&tctx->starve, now);
-		fifo_note_enqueue(p, now);
-		scx_bpf_dsq_insert(p, LLF_BE_DSQ, be_slice_ns, enq_flags);
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (cpu >= 0)
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		fifo_be_enqueue(p, &tctx->starve, LLF_BE_DSQ, be_slice_ns, enq_flags, now);
 		return;
 	}
 	key = key_of(p, tctx, now);
@@ -408,8 +344,8 @@ static __always_inline bool floor_due(struct task_struct *p, struct task_ctx *tc
  * now. Once per floor_interval_ns per CPU. Longest first, not nearest the
  * tail: the tasks the floor serves are queued again at the tail, so taking
  * the nearest would serve the same few while one just ahead of them (a
- * host kthread with a small load of its own, while every sandbox still had
- * key 0) waited 21 s, past the RCU stall detector.
+ * host kthread with a small load of its own, while every sandbox still has
+ * key 0) waits on, past the RCU stall detector's limit.
  */
 static bool floor_slice(s32 cpu, u64 now)
 {
@@ -452,19 +388,14 @@ static bool floor_slice(s32 cpu, u64 now)
 	return false;
 }
 
-/* Parking's walk of the BE queue (park_fifo.bpf.h), at most every LLF_BE_WALK_NS per CPU. */
+/* Parking's walk of the BE queue (fifo_be.bpf.h). */
 static bool be_walk(s32 cpu, u64 now)
 {
 	struct cpu_state *cs = cpu_state(cpu);
 	struct llf_stats *st = my_stats();
 
-	if (!cs || !st || time_before(now, cs->be_walk_next))
-		return false;
-	cs->be_walk_next = now + LLF_BE_WALK_NS;
-	if (!park_walk_fifo(LLF_BE_DSQ, cpu, now, be_slice_ns, &st->starved_reports))
-		return false;
-	st->be_rescues++;
-	return true;
+	return cs && st &&
+	       fifo_be_walk(LLF_BE_DSQ, cpu, now, be_slice_ns, &cs->be_walk_next, &st->starved_reports, &st->be_rescues);
 }
 
 /*
@@ -491,34 +422,6 @@ static bool consume(u64 dsq, s32 cpu, u64 now)
 			return true;
 	}
 	return false;
-}
-
-static bool keep_prev(struct task_struct *prev, struct task_ctx *tctx, u64 slice, u64 now);
-
-void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
-{
-	u64 now = bpf_ktime_get_ns();
-	struct task_ctx *pctx = prev && (prev->scx.flags & SCX_TASK_QUEUED) ? task_ctx(prev) : NULL;
-
-	if (fifo_head_waited(LLF_BE_DSQ, now, starvation_limit_ns) && consume(LLF_BE_DSQ, cpu, now)) {
-		STAT_ADD(be_guards, 1);
-		return;
-	}
-	if (be_walk(cpu, now) || floor_slice(cpu, now))
-		return;
-	if (consume(LLF_LC_DSQ, cpu, now)) {
-		STAT_ADD(lc_dispatches, 1);
-		return;
-	}
-	/* a runnable LC prev keeps the CPU over any BE task */
-	if (pctx && !pctx->be && keep_prev(prev, pctx, slice_ns, now))
-		return;
-	if (consume(LLF_BE_DSQ, cpu, now)) {
-		STAT_ADD(be_dispatches, 1);
-		return;
-	}
-	if (pctx && pctx->be)
-		keep_prev(prev, pctx, be_slice_ns, now);
 }
 
 /*
@@ -568,31 +471,12 @@ static bool stint_charge(struct task_struct *p, struct task_ctx *tctx, struct cp
 	return bw_charge(p, &tctx->bw, now);
 }
 
-void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
-{
-	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
-
-	if (cs)
-		stint_start(p, task_ctx(p), cs, bpf_ktime_get_ns());
-}
-
-void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
-{
-	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
-
-	if (!cs)
-		return;
-	cs->lc = 0;
-	cs->be = 0;
-	stint_charge(p, task_ctx(p), cs, bpf_ktime_get_ns(), runnable);
-}
-
 /*
  * ops.dispatch found nothing else for this CPU and @prev is still runnable:
- * it keeps the CPU for another slice. Without this, its slice's end took
- * the SCX_ENQ_LAST path (ops.enqueue, a kick, the CPU idle until it
- * dispatched again), which left up to 5% of 4 CPUs idle beside runnable
- * hogs under emulation. ops.stopping and ops.running are not called for a
+ * it keeps the CPU for another slice. Without this, its slice's end would
+ * take the SCX_ENQ_LAST path (ops.enqueue, a kick, the CPU idle until it
+ * dispatches again), which leaves CPUs idle beside runnable hogs.
+ * ops.stopping and ops.running are not called for a
  * kept task, so its stint is charged and started again here. A throttled
  * prev does not keep the CPU: ops.enqueue holds it.
  */
@@ -614,6 +498,51 @@ static bool keep_prev(struct task_struct *prev, struct task_ctx *tctx, u64 slice
 	return true;
 }
 
+void BPF_STRUCT_OPS(llf_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 now = bpf_ktime_get_ns();
+	struct task_ctx *pctx = prev && (prev->scx.flags & SCX_TASK_QUEUED) ? task_ctx(prev) : NULL;
+
+	if (fifo_head_waited(LLF_BE_DSQ, now, starvation_limit_ns) && consume(LLF_BE_DSQ, cpu, now)) {
+		STAT_ADD(be_guards, 1);
+		return;
+	}
+	if (be_walk(cpu, now) || floor_slice(cpu, now))
+		return;
+	if (consume(LLF_LC_DSQ, cpu, now)) {
+		STAT_ADD(lc_dispatches, 1);
+		return;
+	}
+	/* a runnable LC prev keeps the CPU over any BE task */
+	if (pctx && !pctx->be && keep_prev(prev, pctx, slice_ns, now))
+		return;
+	if (consume(LLF_BE_DSQ, cpu, now)) {
+		STAT_ADD(be_dispatches, 1);
+		return;
+	}
+	if (pctx && pctx->be)
+		keep_prev(prev, pctx, be_slice_ns, now);
+}
+
+void BPF_STRUCT_OPS(llf_running, struct task_struct *p)
+{
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
+
+	if (cs)
+		stint_start(p, task_ctx(p), cs, bpf_ktime_get_ns());
+}
+
+void BPF_STRUCT_OPS(llf_stopping, struct task_struct *p, bool runnable)
+{
+	struct cpu_state *cs = cpu_state(scx_bpf_task_cpu(p));
+
+	if (!cs)
+		return;
+	cs->lc = 0;
+	cs->be = 0;
+	stint_charge(p, task_ctx(p), cs, bpf_ktime_get_ns(), runnable);
+}
+
 /* Per tick: rescue tasks stranded behind an RT/DL task on another CPU (v7.1+); charge cpu.max. */
 void BPF_STRUCT_OPS(llf_tick, struct task_struct *p)
 {
@@ -626,15 +555,11 @@ void BPF_STRUCT_OPS(llf_tick, struct task_struct *p)
 		scx_bpf_task_set_slice(p, 0);
 }
 
-/* An RT/DL task took the CPU (kernels before v6.19; newer ones: the sched_switch program). */
-void BPF_STRUCT_OPS(llf_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
-{
-	rt_cpu_release();
-}
+RT_CPU_RELEASE_OP(llf_cpu_release)
 
 s32 BPF_STRUCT_OPS(llf_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
-	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct task_ctx *tctx = task_ctx_create(p);
 
 	if (!tctx)
 		return -ENOMEM;
@@ -656,12 +581,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(llf_init)
 	return bw_init();
 }
 
-/* cpu.max or cpu.max.burst written (v6.17+; userspace leaves it out on older kernels). */
-void BPF_STRUCT_OPS(llf_cgroup_set_bandwidth, struct cgroup *cgrp,
-		    u64 period_us, u64 quota_us, u64 burst_us)
-{
-	bw_set(BPF_CORE_READ(cgrp, kn, id), period_us, quota_us, burst_us);
-}
+BW_SET_BANDWIDTH_OP(llf_cgroup_set_bandwidth)
 
 /*
  * cpu.max: a task leaving its cgroup's holding queue goes back to its queue:
@@ -696,28 +616,9 @@ static void bw_released(struct task_struct *p, u64 dsq)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
-/* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
-void BPF_STRUCT_OPS(llf_cgroup_set_idle, struct cgroup *cgrp, bool idle)
-{
-	tier_cache_invalidate();
-}
-
-/* A cgroup got or lost the cpu controller: its files are read again (cgrp_watch.bpf.h). */
-s32 BPF_STRUCT_OPS(llf_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
-{
-	cgrp_reread();
-	return 0;
-}
-
-void BPF_STRUCT_OPS(llf_cgroup_exit, struct cgroup *cgrp)
-{
-	cgrp_reread();
-}
-
-void BPF_STRUCT_OPS(llf_exit, struct scx_exit_info *ei)
-{
-	UEI_RECORD(uei, ei);
-}
+TIER_SET_IDLE_OP(llf_cgroup_set_idle)
+CGRP_WATCH_OPS(llf_cgroup_init, llf_cgroup_exit)
+EXIT_OP(llf_exit)
 
 SCX_OPS_DEFINE(llf_ops,
 	       .select_cpu	= (void *)llf_select_cpu,

@@ -4,13 +4,20 @@
  * themselves): which tier queue a task released from its holding queue goes
  * back to and which CPU is woken for it, a slice cut to the runtime the
  * task's cgroups have left, and a runnable prev kept for another slice only
- * with its concurrency tokens.
- *
- * Included by main.bpf.c after task_ctx(), the tier queues and clocks,
- * park_report.bpf.h, cpumax.bpf.h and lc_place.bpf.h.
+ * with its concurrency tokens. bw_release_to() and bw_released() are what
+ * cpumax.bpf.h needs from the policy.
  */
 #ifndef __SCHEDBE_BE_CPUMAX_BPF_H
 #define __SCHEDBE_BE_CPUMAX_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"
+#include "task_ctx.bpf.h"
+#include "lc_clock.bpf.h"	/* lc_q_join() */
+#include "lc_place.bpf.h"	/* claim_be_cpu(), note_preempt() */
+#include "../common/park_report.bpf.h"
+#include "../common/cpumax_conc.bpf.h"
+#include "../common/slice_expiry.bpf.h"
 
 /*
  * cpu.max: a task leaving its cgroup's holding queue goes back to its tier's

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Housekeeping of the BE queues (see main.bpf.c, "no stall" and "parking"):
- * the starvation guard, the starved-task reports parking acts on, and the
- * rescue of queued BE tasks that are LC now. Run from ops.dispatch, at most
- * once per guard interval per CPU.
- *
- * The includer defines task_ctx(), be_dsq(), sched_as_be(), STAT_ADD, and
- * the tunables starvation_limit_ns, guard_interval_ns, guard_slice_ns,
- * lc_slice_ns, nr_llcs, and includes park_report.bpf.h (parking's reports,
- * shared with the other policies).
+ * Housekeeping of the BE queues (see sched_be.bpf.c, "no stall" and
+ * "parking"): the starvation guard, the starved-task reports parking acts
+ * on, and the rescue of queued BE tasks that are LC now. Run from
+ * ops.dispatch, at most once per guard interval per CPU.
  */
 #ifndef __SCHEDBE_BE_GUARD_BPF_H
 #define __SCHEDBE_BE_GUARD_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"
+#include "task_ctx.bpf.h"
+#include "consume.bpf.h"	/* conc_admit() */
+#include "../common/park_report.bpf.h"
+#include "../common/task_state.bpf.h"
 
 /* Per-CPU: next time this CPU may run the starvation guard. */
 struct {

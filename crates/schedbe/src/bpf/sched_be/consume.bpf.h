@@ -10,11 +10,15 @@
  *
  * Invariant: a task is moved to this CPU only with its cgroups' tokens, or
  * with the leaving task's, handed over right after the move.
- *
- * Included by main.bpf.c after task_ctx(), llc_of() and the cpu.max headers.
  */
 #ifndef __SCHEDBE_CONSUME_BPF_H
 #define __SCHEDBE_CONSUME_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"
+#include "task_ctx.bpf.h"
+#include "lc_clock.bpf.h"	/* lc_q_may_hold() */
+#include "../common/cpumax_conc.bpf.h"
 
 /* conc_admit()'s answers */
 enum { CONC_NO, CONC_YES, CONC_PREV };

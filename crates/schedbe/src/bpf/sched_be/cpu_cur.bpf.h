@@ -7,6 +7,9 @@
 #ifndef __SCHEDBE_CPU_CUR_BPF_H
 #define __SCHEDBE_CPU_CUR_BPF_H
 
+#include <scx/common.bpf.h>
+#include "intf.h"	/* SCHEDBE_MAX_CPUS */
+
 /*
  * Per CPU, readable by the others: when an entry-check kick was sent to it
  * (0: none pending), and what it runs (for LC wakeup preemption).

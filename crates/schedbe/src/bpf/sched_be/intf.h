@@ -1,30 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Types and constants shared by the BPF policy (main.bpf.c) and userspace. */
+/*
+ * Types and constants shared by the SCHED_BE policy (sched_be.bpf.c) and
+ * userspace; what every policy shares with it is in common/intf.h.
+ */
 #ifndef __SCHEDBE_INTF_H
 #define __SCHEDBE_INTF_H
 
-#ifndef __VMLINUX_H__
-typedef unsigned long long u64;
-typedef unsigned int u32;
-#endif
-
-enum schedbe_consts {
-	SCHEDBE_MAX_CPUS	= 1024,
-	SCHEDBE_MAX_LLCS	= 64,
-	/* DSQ ids: one LC and one BE queue per LLC */
-	SCHEDBE_LC_DSQ_BASE	= 0,
-	SCHEDBE_BE_DSQ_BASE	= 1 << 16,
-	/* fixed-point 1.0 for per-cgroup weight factors */
-	SCHEDBE_FACTOR_ONE	= 1 << 16,
-	/* parking: "starved" is under 1/SCHEDBE_STARVED_DIV of the time on a CPU */
-	SCHEDBE_STARVED_DIV	= 32,
-	/* cpu.max (cpumax.bpf.h): cgroups with a slot, limited levels per task, holding queues */
-	SCHEDBE_BW_MAX_SLOTS	= 4096,
-	SCHEDBE_BW_MAX_DEPTH	= 8,	/* a power of two: indexes are masked */
-	SCHEDBE_BW_DSQ_BASE	= 2 << 16,
-	/* reservations (resv.bpf.h): cgroups with an entitlement slot (slot 0: none) */
-	SCHEDBE_RESV_MAX_SLOTS	= 4096,
-};
+#include "../common/intf.h"
 
 /*
  * Reservations (resv.bpf.h): what one cgroup is entitled to, written by
@@ -69,24 +51,6 @@ struct cpu_stats {
 	u64 resv_preempt;	/* LC wakeup of a cgroup within its claim preempted one above its fair share */
 	u64 lc_preempt_local;	/* of lc_preempt: the CPU the wakeup ran on (no IPI) */
 	u64 lc_preempt_later;	/* LC wakeup: the task it may preempt once that has run lc_preempt_min_ns, timed to then */
-};
-
-/* cpu.max of one slot, written by userspace (and ops.cgroup_set_bandwidth). */
-struct bw_conf {
-	u64 cgid;		/* the cgroup this slot is for */
-	u64 quota_ns;		/* 0: no limit */
-	u64 period_ns;
-	u64 burst_ns;
-};
-
-/* Per-slot throttling counters, as cgroup cpu.stat reports them for CFS. */
-struct bw_stat {
-	u64 nr_periods;		/* periods in which the cgroup ran or stayed throttled */
-	u64 nr_throttled;	/* times it was throttled */
-	u64 throttled_ns;	/* time spent throttled (closed spans) */
-	u64 throttled_since;	/* start of the current throttled span; 0: not throttled */
-	u64 usage_ns;		/* CPU time charged */
-	u64 conc_waits;		/* concurrency mode: times a task was passed over, its cgroup on its cap */
 };
 
 /* Per-cgroup LC runnable accounting: sum of runnable time x task weight. */

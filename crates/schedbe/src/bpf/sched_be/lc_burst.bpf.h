@@ -16,6 +16,8 @@
 #ifndef __SCHEDBE_LC_BURST_BPF_H
 #define __SCHEDBE_LC_BURST_BPF_H
 
+#include <scx/common.bpf.h>
+
 struct lc_burst {
 	u64 cur_ns;	/* run since it last woke */
 	u64 avg_ns;	/* average burst; 0 until its first sleep */

@@ -5,10 +5,10 @@
  *
  * Why a count of our own: scx_bpf_dsq_nr_queued() looks a user queue up by
  * id (a hash table) at each call, and the clock needs the length at every
- * LC charge (ops.stopping, ops.tick). With the kfunc there, both callbacks
- * took about a fifth more BPF time at issue 13's load (docs/overhead.md,
- * 2026-11-28 fourth). The count costs one atomic add when a task is put in
- * the queue and one when it starts to run.
+ * LC charge (ops.stopping, ops.tick), where the kfunc would add a
+ * noticeable share to both callbacks' cost (docs/design.md, "LC fairness
+ * across cores: flattened weights"). The count costs one atomic add when a
+ * task is put in the queue and one when it starts to run.
  *
  * Invariant: lc_qlens[l].n is the number of tasks whose lc_q is l + 1
  * (plus any queued there without a context, counted for good). A
@@ -27,11 +27,12 @@
  *
  * The count also spares ops.dispatch the kfunc on an empty queue
  * (lc_q_may_hold()).
- *
- * The includer defines lc_vtime_now, nr_llcs, llc_nr_cpus and llc_of().
  */
 #ifndef __SCHEDBE_LC_CLOCK_BPF_H
 #define __SCHEDBE_LC_CLOCK_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"	/* lc_vtime_now, llc_nr_cpus, llc_of() */
 
 /* one cache line per LLC: its CPUs write it, the others' would only bounce it */
 struct lc_qlen {
@@ -99,7 +100,8 @@ static __always_inline bool lc_q_may_hold(u32 llc)
  * CPUs). Otherwise the clock moves only when a task ahead of it starts; while
  * every waking task starts at the sleeper floor it stands still, and the
  * queue orders request handlers by how much they ran, not by when they woke
- * (docs/overhead.md, 2026-11-28 third). Counting every CPU as running LC
+ * (docs/design.md, "LC fairness across cores: flattened weights"). Counting
+ * every CPU as running LC
  * overestimates the sharers, so the clock never runs ahead of V and the floor
  * does not erase the weights of tasks that are always runnable (the LLC's
  * CPUs are counted at load: one that goes offline only slows it). Nothing is

@@ -1,28 +1,36 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Where an LC task runs when it is queued (see main.bpf.c, "entry" and "LC
- * latency"): on an idle CPU; on a CPU running BE, which it preempts (the
+ * Where an LC task runs when it is queued (see sched_be.bpf.c, "entry" and
+ * "LC latency"): on an idle CPU; on a CPU running BE, which it preempts (the
  * entry check); on the waker's CPU for a synchronous wakeup; on a CPU
- * running a task of a cgroup above its fair share, when it woke in a
- * cgroup that one more CPU keeps within its claim (resv.bpf.h); or in the LC queue by virtual time,
- * preempting an LC task it is well behind only when it woke with credit.
- *
- * The includer defines be_cpus, lc_vtime_now, lc_slice_ns, lc_dsq(),
- * task_ctx(), TIER_LC/TIER_BE, STAT_ADD and nr_llcs, and includes
- * rt_takeover.bpf.h (rescue_available()), cpu_cur.bpf.h, resv.bpf.h,
- * lc_clock.bpf.h and sync_pick.bpf.h (picked_sync_waker()).
+ * running a task of a cgroup above its fair share, when it woke in a cgroup
+ * that one more CPU keeps within its claim (resv.bpf.h); or in the LC queue
+ * by virtual time, preempting an LC task it is well behind only when it
+ * woke with credit.
  */
 #ifndef __SCHEDBE_LC_PLACE_BPF_H
 #define __SCHEDBE_LC_PLACE_BPF_H
+
+#include <scx/common.bpf.h>
+#include "state.bpf.h"
+#include "task_ctx.bpf.h"
+#include "cpu_cur.bpf.h"
+#include "resv.bpf.h"
+#include "lc_burst.bpf.h"
+#include "lc_clock.bpf.h"
+#include "../common/rt_takeover.bpf.h"	/* rescue_available() */
+#include "../common/cpumax_conc.bpf.h"
+#include "../common/slice_expiry.bpf.h"
+#include "../common/sync_pick.bpf.h"	/* picked_sync_waker() */
 
 /*
  * Wake idle @cpu, claimed for @p just queued by ops.enqueue. No kick when
  * @cpu is the run queue this wakeup enqueues @p on (a pinned task woken on
  * its own idle CPU): the core already reschedules an idle CPU that an ext
  * task wakes onto (wakeup_preempt(): ext is above idle), and a kick adds an
- * irq_work, a self-IPI. Under emulation ops.enqueue took 14-17 us a call
- * with it, 6-7 us without (cyclictest, docs/overhead.md). An LC task woken
- * so now goes to that CPU's local queue instead (lc_enqueue()); this serves
+ * irq_work, a self-IPI, which would double ops.enqueue's cost there
+ * (docs/design.md, "Queues and the three checks"). An LC task woken so
+ * goes to that CPU's local queue instead (lc_enqueue()); this serves
  * BE tasks, which must go through ops.dispatch, and an LC task refused its
  * cpu.max concurrency tokens there.
  */
@@ -52,7 +60,7 @@ const volatile u64 lc_preempt_min_ns = 200ULL * 1000;
  * comes a moment before its task is in the queue. A CPU that sets its bit
  * and reads the queues inside that moment misses it; the BE task it starts
  * then yields at the next tick (ops.tick sees LC queued). The tracer
- * measures what that costs (docs/results.md: none over 10 ms).
+ * measures what that costs (docs/results.md).
  */
 static u64 barrier_word;
 static __always_inline void full_barrier(void)
@@ -178,8 +186,8 @@ static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur
  * and runs @p (or the front of the LC queue). Without this a woken task
  * waits for a slice to end (5 ms), which is what a latency-sensitive
  * sleeper behind CPU hogs sees. Two candidates, not a scan: the cost stays
- * constant with the CPU count. (The second was once drawn among all CPUs,
- * so on two CPUs half the wakeups looked at one CPU twice.)
+ * constant with the CPU count. The second is drawn among the other CPUs,
+ * so that on two CPUs both are looked at.
  *
  * A wakee whose bursts are short (@burst_ns, its average run each time it
  * wakes, lc_burst.bpf.h, below lc_preempt_min_ns) does not wait
@@ -194,21 +202,21 @@ static __always_inline void lc_note_later(struct lc_later *later, struct cpu_cur
  * A candidate that qualifies but for its minimum run is not skipped for
  * good: @later gets the moment it will have run lc_preempt_min_ns, and
  * lc_enqueue() times the preemption for then (slice_expiry.bpf.h). Without
- * that the woken task waited for the rest of the slice, up to 5 ms: a
- * cyclictest thread woken on its CPU in the first half-millisecond of a
- * CPU hog's stint saw p99 latencies twice EEVDF's (docs/overhead.md).
+ * that the woken task would wait for the rest of the slice, up to 5 ms: a
+ * timer thread woken on its CPU early in a CPU hog's stint would wait far
+ * longer than under EEVDF (docs/design.md, "Queues and the three checks").
  *
  * The CPU this wakeup runs on, when it is @p's CPU and qualifies, is taken
  * without looking at the other: preempting it needs no IPI (see
  * lc_enqueue()), where a remote kick is an IPI the other CPU answers when
- * it can (under emulation 0.2-2 ms). EEVDF's wakeup preemption likewise
- * looks only at the target run queue's current task.
+ * it can. EEVDF's wakeup preemption likewise looks only at the target run
+ * queue's current task.
  *
  * Returns the victim, or -1 (and then in @later a victim due later, if any).
  *
  * A global function (__weak): the verifier checks it once, on its own;
- * inlined at lc_enqueue()'s two calls it was half of what the verifier did
- * to load ops.enqueue (seconds per load under emulation).
+ * inlined at lc_enqueue()'s two calls it would be half of what the verifier
+ * does to load ops.enqueue (docs/testing.md, "Load time").
  */
 __weak s32 lc_preempt_victim(struct task_struct *p __arg_trusted, u64 vtime, s32 here, u64 burst_ns,
 			     struct lc_later *later __arg_nonnull)
@@ -277,10 +285,9 @@ static __always_inline void count_lc_preempt(s32 victim, s32 here)
  * task stranded there by an RT/DL takeover is rescued (rescue_stranded:
  * v7.1+). Elsewhere the LC task waits in the shared queue and the claimed
  * CPU is kicked: whichever CPU gets to it first runs it, and an RT task
- * taking the kicked CPU cannot strand it (on a 6.17 kernel the direct
- * check let LC tasks wait up to 350 ms behind the tracer's RT thread).
+ * taking the kicked CPU cannot strand it (without the rescue, the direct
+ * check would leave LC tasks behind a whole RT burst).
  */
-
 static __always_inline bool direct_entry(void)
 {
 	return rescue_available();
@@ -293,8 +300,8 @@ static __always_inline bool direct_entry(void)
  *    local queue with SCX_ENQ_PREEMPT (v7.1+, see direct_entry(); before,
  *    the shared queue and a preempting kick of that CPU). The migration happens here, so the
  *    preempted CPU neither runs ops.dispatch nor pulls @p from another run
- *    queue (under emulation that cut the kick-to-LC-running time by about a
- *    third, docs/results.md);
+ *    queue, which shortens the kick-to-LC-running time (docs/design.md,
+ *    "Queues and the three checks");
  *  - otherwise every allowed CPU runs LC: queue it by virtual time.
  */
 /*
@@ -373,8 +380,8 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
 		 * its fair share. Straight into the local queue only of the CPU this
 		 * wakeup runs on (preempted at once, no IPI); a remote victim is
 		 * kicked below, the task waiting in the shared queue, so that any
-		 * CPU that gets there first runs it (under emulation a kicked vCPU
-		 * can take milliseconds to answer).
+		 * CPU that gets there first runs it (a kicked CPU answers when it
+		 * can).
 		 */
 		if (slot && (cpu = resv_victim(p, slot)) >= 0) {
 			if (cpu == here) {
@@ -448,9 +455,8 @@ static void lc_enqueue(struct task_struct *p, u32 llc, u64 vtime, u64 enq_flags,
  * Here the picker found no idle CPU and returned @p's previous CPU, the
  * waker's; the case where it reports the waker's busy CPU idle is
  * pick_cpu_dfl()'s (sync_pick.bpf.h), which never keeps it behind BE.
- * (Forcing every sync wakeup onto the waker's CPU, as EEVDF's wake_affine
- * does, was measured too: pipe throughput fell from 0.52 to 0.35 of EEVDF's
- * under emulation, docs/overhead-log.md.)
+ * Every sync wakeup is not forced onto the waker's CPU, as EEVDF's
+ * wake_affine does: that costs pipe throughput (docs/overhead-log.md).
  */
 static __always_inline bool sync_to_waker(s32 cpu, u64 wake_flags)
 {

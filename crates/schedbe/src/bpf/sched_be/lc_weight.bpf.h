@@ -16,16 +16,17 @@
  *    changes cgroup). Userspace reads the counters once per flattening
  *    interval and sets lcw_flush_ns to 1/32 of it (1-8 ms; 7.8 ms at the
  *    default 250 ms), so what a sleeping task still holds is noise; it is
- *    counted when the task runs again, not lost. At 1 ms nearly every
- *    charge of a request handler flushed (a hash lookup and an atomic add
- *    on a line every CPU of the cgroup writes): 1.15 hash lookups per task
- *    stint at issue 13's load, 0.6 at 7.8 ms together with the tick's charge
- *    only when due (docs/overhead-log-8.md, "2026-12-04 (second)").
- *
- * The includer includes tier.bpf.h (task_cgid()).
+ *    counted when the task runs again, not lost. Much smaller, nearly every
+ *    charge of a request handler would flush (a hash lookup and an atomic
+ *    add on a line every CPU of the cgroup writes; docs/design.md, "LC
+ *    fairness across cores: flattened weights").
  */
 #ifndef __SCHEDBE_LC_WEIGHT_BPF_H
 #define __SCHEDBE_LC_WEIGHT_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"	/* SCHEDBE_FACTOR_ONE, struct cgrp_acct */
+#include "tier.bpf.h"	/* task_cgid() */
 
 /* Set by userspace from the flattening interval (sched.rs). */
 const volatile u64 lcw_flush_ns = 1000ULL * 1000;
@@ -118,8 +119,8 @@ static void acct_runnable(struct task_struct *p, struct lcw_memo *m, u64 now)
  * An LC task was queued (ops.enqueue, or ops.select_cpu's path straight to
  * a CPU): accounting starts, charged to its cgroup. This is ops.runnable's
  * job done where the task is classified anyway: a callback per wakeup for it
- * alone cost more (under emulation 1.8 us a call against 0.9 for an empty
- * one). A task queued again while runnable (slice end, preemption) goes on
+ * alone costs more than the work it would do. A task queued again while
+ * runnable (slice end, preemption) goes on
  * accounting, unless it moved to another cgroup.
  */
 static void lcw_queued(struct task_struct *p, struct lcw_memo *m)

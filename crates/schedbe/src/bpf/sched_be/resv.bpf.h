@@ -25,13 +25,15 @@
  * fairness stays with virtual time. The root cgroup gets no slot, nor does
  * any cgroup while fewer than two compete (resv_on is then off), so their
  * context switches pay nothing.
- *
- * The includer defines TIER_LC and STAT_ADD, and includes tier.bpf.h
- * (task_cgid()), cpu_cur.bpf.h (cpu_cur()) and lc_weight.bpf.h (factor_gen)
- * first.
  */
 #ifndef __SCHEDBE_RESV_BPF_H
 #define __SCHEDBE_RESV_BPF_H
+
+#include <scx/common.bpf.h>
+#include "tier.bpf.h"		/* task_cgid() */
+#include "state.bpf.h"		/* TIER_LC, STAT_ADD() */
+#include "cpu_cur.bpf.h"
+#include "lc_weight.bpf.h"	/* factor_gen */
 
 /* A claim on a victim CPU older than this is stale (the CPU never ran the claimant). */
 #define RESV_CLAIM_NS	(10ULL * 1000 * 1000)

@@ -66,140 +66,52 @@
  *         for the period is held out of both tiers' queues until the period
  *         ends (cpumax.bpf.h), whatever its tier: a limit caps LC and BE alike.
  *
- * Shared with other policies: tier.bpf.h (LC/BE rules) and tier_cache.bpf.h
- * (those rules remembered per task), task_state.bpf.h
- * (dying, freezing), rt_takeover.bpf.h (RT/DL takeovers), cpumax.bpf.h,
- * park_report.bpf.h (starvation windows and parking's reports),
+ * Shared with the other policies (common/): policy.bpf.h (task context,
+ * counters, ops.exit), tier.bpf.h (LC/BE rules) and tier_cache.bpf.h (those
+ * rules remembered per task), task_state.bpf.h (dying, freezing),
+ * rt_takeover.bpf.h (RT/DL takeovers; built here with lazy evacuation,
+ * RT_LAZY_EVACUATION), cpumax.bpf.h and cpumax_conc.bpf.h (cpu.max, both
+ * modes), park_report.bpf.h (starvation windows and parking's reports),
  * cgrp_watch.bpf.h (when userspace reads cgroup files again), sync_pick.bpf.h
  * (the kernel's CPU picker, never a BE waker's busy CPU).
- * This policy's own parts: lc_weight.bpf.h (cgroup weight factors, runnable
- * load), cpu_cur.bpf.h (what each CPU runs), resv.bpf.h (reservations),
- * lc_place.bpf.h (where a queued LC task runs), consume.bpf.h
- * (ops.dispatch taking tasks from the queues), be_guard.bpf.h
- * (starvation guard, parking reports), be_cpumax.bpf.h (this policy's side
- * of cpu.max: released tasks, cut slices, a kept prev).
+ * This policy's own parts (this folder): state.bpf.h (tunables, clocks,
+ * counters), task_ctx.bpf.h (what it keeps per task), lc_weight.bpf.h
+ * (cgroup weight factors, runnable load), cpu_cur.bpf.h (what each CPU
+ * runs), resv.bpf.h (reservations), lc_burst.bpf.h (bursts per wakeup),
+ * lc_clock.bpf.h (the LC clock and queue lengths), lc_place.bpf.h (where a
+ * queued LC task runs), consume.bpf.h (ops.dispatch taking tasks from the
+ * queues), be_guard.bpf.h (starvation guard, parking reports),
+ * be_cpumax.bpf.h (this policy's side of cpu.max: released tasks, cut
+ * slices, a kept prev).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
-#include "../common/tier_cache.bpf.h"
-#include "../common/task_state.bpf.h"
-
-
-char _license[] SEC("license") = "GPL";
-
-UEI_DEFINE(uei);
-
-/* Tunables, set by userspace before load. */
-const volatile u64 lc_slice_ns = 5ULL * 1000 * 1000;
-/* the most virtual-time credit an LC sleeper keeps (the sleeper floor) */
-const volatile u64 lc_wake_credit_ns = 5ULL * 1000 * 1000;
-const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
-const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
-/* the slice of a task preempted inside an RCU read-side section (task_in_rcu_read) */
-#define RCU_BOOST_SLICE_NS	(500ULL * 1000)
-const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
-const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
-const volatile u64 park_after_ns = 0;	/* 0: parking off */
-const volatile u32 nr_llcs = 1;
-/*
- * Set by userspace on kernels that re-enqueue a local queue from any context
- * (v6.19+), where ops.cpu_release is deprecated: userspace then leaves
- * cpu_release out and the sched_switch program below does its job.
- */
-const volatile bool evacuate_from_tp = false;
-const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
-const volatile u32 llc_nr_cpus[SCHEDBE_MAX_LLCS];	/* LLC index -> its CPUs at load */
-
-/* Virtual-time clocks of the two tiers. */
-static u64 lc_vtime_now, be_vtime_now;
-
-/* CPUs currently running a BE task. */
-private(SCHEDBE) struct bpf_cpumask __kptr *be_cpus;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct cpu_stats);
-} stats SEC(".maps");
-
-enum { TIER_LC = 0, TIER_BE = 1, TIER_NONE = 2 };
-
-static __always_inline struct cpu_stats *my_stats(void)
-{
-	u32 zero = 0;
-	return bpf_map_lookup_elem(&stats, &zero);
-}
-
-#define STAT_ADD(field, v) do {					\
-	struct cpu_stats *__s = my_stats();			\
-	if (__s)						\
-		__s->field += (v);				\
-} while (0)
-
-#include "../common/park_report.bpf.h"
-/* with no BE, a preempted task stays behind a short RT burst unless a CPU is idle (rt_takeover.bpf.h) */
-#define RT_LAZY_EVACUATION 1
-#include "../common/rt_takeover.bpf.h"
-#include "../common/cpumax.bpf.h"
-#include "../common/cgrp_watch.bpf.h"
+#include "state.bpf.h"
+#include "task_ctx.bpf.h"
 #include "lc_weight.bpf.h"
 #include "cpu_cur.bpf.h"
 #include "resv.bpf.h"
 #include "lc_burst.bpf.h"
-
-struct task_ctx {
-	u64 started_at;		/* ops.running timestamp */
-	u64 enq_at;		/* BE: when queued (starvation guard) */
-	struct starve_win starve;	/* BE: the current starvation window (park_report.bpf.h) */
-	u64 run_start;		/* when the current stint on a CPU began */
-	u8 tier;		/* 0 LC, 1 BE: as classified at the last enqueue */
-	u8 tier_valid;
-	u8 guarded;		/* running on a guard slice */
-	u8 freeze_boost;	/* BE by the rules, run as LC to reach the freezer trap */
-	u8 rcu_boost;		/* preempted in an RCU read-side section: front of the LC queue, short slice */
-	u64 rcu_debt;		/* LC vtime the boost skipped, charged back when it runs */
-	struct tier_memo memo;	/* the LC/BE rules' answer (tier_cache.bpf.h) */
-	struct lcw_memo lcw;	/* LC weight factor and batched load (lc_weight.bpf.h) */
-	struct bw_task bw;	/* cpu.max: the task's limited cgroups (cpumax.bpf.h) */
-	struct resv_memo resv;	/* its reservation slot, and the one it counts in (resv.bpf.h) */
-	struct lc_burst burst;	/* how long it runs per wakeup, in either tier; LC preemption reads it (lc_burst.bpf.h) */
-	u8 lc_q;		/* 1 + the LLC whose LC queue it was put in, until it runs; 0: none (lc_clock.bpf.h) */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_ctx);
-} task_ctxs SEC(".maps");
-
-static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
-{
-	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
-}
-
-static __always_inline u32 llc_of(s32 cpu)
-{
-	if (cpu < 0 || cpu >= SCHEDBE_MAX_CPUS)
-		return 0;
-	return cpu_llc[cpu] < nr_llcs ? cpu_llc[cpu] : 0;
-}
-
-static __always_inline u64 lc_dsq(u32 llc) { return SCHEDBE_LC_DSQ_BASE + llc; }
-static __always_inline u64 be_dsq(u32 llc) { return SCHEDBE_BE_DSQ_BASE + llc; }
-
-/* sync_pick.bpf.h: the waker's tier as last classified (BE wakers do not sleep on cue) */
-static __always_inline bool current_is_be(void)
-{
-	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
-
-	return wctx && wctx->tier_valid && wctx->tier == TIER_BE;
-}
-
-#include "../common/sync_pick.bpf.h"
 #include "lc_clock.bpf.h"
 #include "lc_place.bpf.h"
+#include "consume.bpf.h"
+#include "be_guard.bpf.h"
+#include "be_cpumax.bpf.h"
+#include "../common/policy.bpf.h"
+#include "../common/tier_cache.bpf.h"
+#include "../common/task_state.bpf.h"
+#include "../common/park_report.bpf.h"
+#include "../common/rt_takeover.bpf.h"
+#include "../common/cpumax_conc.bpf.h"
+#include "../common/cgrp_watch.bpf.h"
+#include "../common/sync_pick.bpf.h"
+
+/* The counters the shared parts add to: this policy's struct cpu_stats. */
+RT_TAKEOVER_STATS
+CPUMAX_STATS
+
+/* the slice of a task preempted inside an RCU read-side section (task_in_rcu_read) */
+#define RCU_BOOST_SLICE_NS	(500ULL * 1000)
 
 /* rt_takeover.bpf.h's lazy evacuation holds only while there is no BE */
 static __always_inline bool rt_evacuate_anyway(void)
@@ -207,15 +119,6 @@ static __always_inline bool rt_evacuate_anyway(void)
 	return be_seen;
 }
 
-
-/*
- * The tier @p is scheduled in right now: BE by the rules, unless it is
- * dying or on its way to the freezer trap (both must get to run).
- */
-static __always_inline bool sched_as_be(struct task_struct *p, struct task_ctx *tctx)
-{
-	return tier_task_is_be_cached(p, &tctx->memo) && !task_dying(p) && !task_freezing(p);
-}
 
 /*
  * Classify @p now and remember the result. A task that changes tier restarts
@@ -239,8 +142,6 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	tctx->tier_valid = 1;
 	return tier;
 }
-
-#include "be_cpumax.bpf.h"
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
@@ -344,10 +245,40 @@ void BPF_STRUCT_OPS(schedbe_enqueue, struct task_struct *p, u64 enq_flags)
 		wake_idle_cpu(p, cpu, enq_flags);
 }
 
-#include "consume.bpf.h"
-#include "be_guard.bpf.h"
+/*
+ * Charge the time @p ran since it started or was last charged: per-tier CPU
+ * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
+ * @p is throttled now). Called at stopping, and at a tick under cpu.max or
+ * once the task has gone TICK_CHARGE_NS uncharged, because a task that
+ * keeps its CPU never reaches ops.stopping.
+ * The tier clocks are not set to a charged vtime here: they follow the vtime
+ * of tasks as they start (ops.running), i.e. the front of the queue, and the
+ * LC clock V's rate (lc_clock_served()). Setting them to a charged vtime
+ * would let the sleeper floor in enqueue erase the weight differences
+ * between tasks that are always runnable.
+ */
+static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
 
-static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now);
+	tctx->started_at = now;
+	/* both tiers: a BE task that turns LC brings its real bursts (lc_burst.bpf.h) */
+	lc_burst_ran(&tctx->burst, ran);
+	if (tctx->tier == TIER_BE) {
+		STAT_ADD(be_ns, ran);
+		if (tctx->guarded)
+			STAT_ADD(guard_ns, ran);
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
+	} else {
+		u64 dv = ran * 100 / lc_weight(p, &tctx->lcw);
+
+		STAT_ADD(lc_ns, ran);
+		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + dv);
+		acct_runnable(p, &tctx->lcw, now);
+		lc_clock_served(scx_bpf_task_cpu(p), dv);
+	}
+	return bw_charge(p, &tctx->bw, now);
+}
 
 static __always_inline bool is_be_task(struct task_struct *p)
 {
@@ -494,41 +425,6 @@ void BPF_STRUCT_OPS(schedbe_running, struct task_struct *p)
 	}
 }
 
-/*
- * Charge the time @p ran since it started or was last charged: per-tier CPU
- * time, guard cost, virtual time, and cpu.max runtime (true when a cgroup of
- * @p is throttled now). Called at stopping, and at a tick under cpu.max or
- * once the task has gone TICK_CHARGE_NS uncharged, because a task that
- * keeps its CPU never reaches ops.stopping.
- * The tier clocks are not set to a charged vtime here: they follow the vtime
- * of tasks as they start (ops.running), i.e. the front of the queue, and the
- * LC clock V's rate (lc_clock_served()). Setting them to a charged vtime
- * would let the sleeper floor in enqueue erase the weight differences
- * between tasks that are always runnable.
- */
-static bool charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
-{
-	u64 ran = now > tctx->started_at ? now - tctx->started_at : 0;
-
-	tctx->started_at = now;
-	/* both tiers: a BE task that turns LC brings its real bursts (lc_burst.bpf.h) */
-	lc_burst_ran(&tctx->burst, ran);
-	if (tctx->tier == TIER_BE) {
-		STAT_ADD(be_ns, ran);
-		if (tctx->guarded)
-			STAT_ADD(guard_ns, ran);
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + scale_by_task_weight_inverse(p, ran));
-	} else {
-		u64 dv = ran * 100 / lc_weight(p, &tctx->lcw);
-
-		STAT_ADD(lc_ns, ran);
-		scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + dv);
-		acct_runnable(p, &tctx->lcw, now);
-		lc_clock_served(scx_bpf_task_cpu(p), dv);
-	}
-	return bw_charge(p, &tctx->bw, now);
-}
-
 void BPF_STRUCT_OPS(schedbe_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -632,18 +528,8 @@ void BPF_STRUCT_OPS(schedbe_tick, struct task_struct *p)
 	}
 }
 
-/*
- * An RT/DL task took the CPU: what waits in its local queue (an LC task that
- * preempted BE here, a guard slice) would wait behind it, so send it back
- * through ops.enqueue, which finds it another CPU. Kernels before v6.19 tell
- * us through ops.cpu_release; newer ones deprecate that callback, and the
- * sched_switch tracepoint program does it instead (userspace picks one).
- */
-void BPF_STRUCT_OPS(schedbe_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
-{
-	rt_cpu_release();
-}
-
+/* An RT/DL task took the CPU: an LC task that preempted BE here, or a guard slice, goes elsewhere. */
+RT_CPU_RELEASE_OP(schedbe_cpu_release)
 
 /* Hotplug needs no state change (queues are per LLC); handling it keeps us loaded. */
 void BPF_STRUCT_OPS(schedbe_cpu_online, s32 cpu) {}
@@ -686,7 +572,7 @@ void BPF_STRUCT_OPS(schedbe_disable, struct task_struct *p)
 
 s32 BPF_STRUCT_OPS(schedbe_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
-	if (!bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+	if (!task_ctx_create(p))
 		return -ENOMEM;
 	return 0;
 }
@@ -716,30 +602,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(schedbe_init)
 	return bw_init();
 }
 
-/* cpu.max or cpu.max.burst written (v6.17+; userspace leaves it out on older kernels). */
-void BPF_STRUCT_OPS(schedbe_cgroup_set_bandwidth, struct cgroup *cgrp,
-		    u64 period_us, u64 quota_us, u64 burst_us)
-{
-	bw_set(BPF_CORE_READ(cgrp, kn, id), period_us, quota_us, burst_us);
-}
-
-/* cpu.idle written (v6.19+; userspace leaves it out on older kernels): reclassify. */
-void BPF_STRUCT_OPS(schedbe_cgroup_set_idle, struct cgroup *cgrp, bool idle)
-{
-	tier_cache_invalidate();
-}
-
-/* A cgroup got or lost the cpu controller: its files are read again (cgrp_watch.bpf.h). */
-s32 BPF_STRUCT_OPS(schedbe_cgroup_init, struct cgroup *cgrp, struct scx_cgroup_init_args *args)
-{
-	cgrp_reread();
-	return 0;
-}
-
-void BPF_STRUCT_OPS(schedbe_cgroup_exit, struct cgroup *cgrp)
-{
-	cgrp_reread();
-}
+BW_SET_BANDWIDTH_OP(schedbe_cgroup_set_bandwidth)
+TIER_SET_IDLE_OP(schedbe_cgroup_set_idle)
+CGRP_WATCH_OPS(schedbe_cgroup_init, schedbe_cgroup_exit)
 
 /* cpu.weight written: the weights are read again (cgrp_watch.bpf.h). */
 void BPF_STRUCT_OPS(schedbe_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
@@ -747,10 +612,7 @@ void BPF_STRUCT_OPS(schedbe_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 	cgrp_reread();
 }
 
-void BPF_STRUCT_OPS(schedbe_exit, struct scx_exit_info *ei)
-{
-	UEI_RECORD(uei, ei);
-}
+EXIT_OP(schedbe_exit)
 
 SCX_OPS_DEFINE(schedbe_ops,
 	       .select_cpu	= (void *)schedbe_select_cpu,
