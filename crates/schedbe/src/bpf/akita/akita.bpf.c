@@ -511,22 +511,15 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(akita_init)
 {
 	struct akita_cpu_run *cr;
 	u32 i;
-	s32 err;
+	/* a queue per server, the host queue, the BE queue */
+	s32 err = create_dsqs(AKITA_SERVER_DSQ_BASE, AKITA_MAX_SERVERS);
 
-	bpf_for(i, 0, AKITA_MAX_SERVERS) {
-		err = scx_bpf_create_dsq(server_dsq(i), -1);
-		if (err) {
-			scx_bpf_error("failed to create the queue of server %u: %d", i, err);
-			return err;
-		}
-	}
-	err = scx_bpf_create_dsq(AKITA_HOST_DSQ, -1);
 	if (!err)
-		err = scx_bpf_create_dsq(AKITA_BE_DSQ, -1);
-	if (err) {
-		scx_bpf_error("failed to create the host and BE queues: %d", err);
+		err = create_dsq(AKITA_HOST_DSQ);
+	if (!err)
+		err = create_dsq(AKITA_BE_DSQ);
+	if (err)
 		return err;
-	}
 	bpf_for(i, 0, AKITA_MAX_CPUS) {
 		if ((cr = crun(i)))
 			cr->cur_rank = AKITA_RANK_IDLE;

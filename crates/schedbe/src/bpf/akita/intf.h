@@ -3,12 +3,7 @@
 #ifndef __AKITA_INTF_H
 #define __AKITA_INTF_H
 
-#ifndef __VMLINUX_H__
-typedef unsigned long long u64;
-typedef unsigned int u32;
-typedef unsigned short u16;
-typedef unsigned char u8;
-#endif
+#include "../common/intf_types.h"
 
 enum akita_consts {
 	AKITA_MAX_CPUS		= 1024,

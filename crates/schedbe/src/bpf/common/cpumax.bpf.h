@@ -530,7 +530,7 @@ static int bw_timer_fn(void *map, int *key, struct bw_state *s)
 		fifo = false;
 		if (!bw_release_to(p, &dsq, &vtime, &fifo))
 			continue;
-		/* a FIFO queue keeps @vtime in dsq_vtime too (fifo_guard.bpf.h), ordered by arrival */
+		/* a FIFO queue keeps @vtime in dsq_vtime too (fifo_be.bpf.h), ordered by arrival */
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, vtime);
 		moved = fifo ? scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, dsq, 0) :
 			       scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, dsq, 0);

@@ -13,10 +13,7 @@
 #ifndef __SCHEDBE_COMMON_INTF_H
 #define __SCHEDBE_COMMON_INTF_H
 
-#ifndef __VMLINUX_H__
-typedef unsigned long long u64;
-typedef unsigned int u32;
-#endif
+#include "intf_types.h"
 
 enum schedbe_consts {
 	SCHEDBE_MAX_CPUS	= 1024,

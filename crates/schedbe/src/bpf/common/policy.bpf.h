@@ -20,7 +20,8 @@
  *    shared part that counts declares stat_<field>() at its top; the policy
  *    defines them by expanding that part's STAT_FN() group
  *    (RT_TAKEOVER_STATS, CPUMAX_STATS);
- *  - names its ops.exit with EXIT_OP(name).
+ *  - creates its dispatch queues in ops.init with create_dsq(s)() and names
+ *    its ops.exit with EXIT_OP(name).
  */
 #ifndef __SCHEDBE_POLICY_BPF_H
 #define __SCHEDBE_POLICY_BPF_H
@@ -90,6 +91,29 @@ static __always_inline T *my_stats(void)						\
 static __always_inline void stat_##field(u64 v)						\
 {											\
 	STAT_ADD(field, v);								\
+}
+
+/* ops.init: create dispatch queue @id. */
+static __always_inline s32 create_dsq(u64 id)
+{
+	s32 err = scx_bpf_create_dsq(id, -1);
+
+	if (err)
+		scx_bpf_error("failed to create dispatch queue %llu: %d", id, err);
+	return err;
+}
+
+/* ops.init: create the @nr dispatch queues @base .. @base + @nr - 1. */
+static __always_inline s32 create_dsqs(u64 base, u32 nr)
+{
+	u32 i;
+	s32 err;
+
+	bpf_for(i, 0, nr) {
+		if ((err = create_dsq(base + i)))
+			return err;
+	}
+	return 0;
 }
 
 #define EXIT_OP(name)									\

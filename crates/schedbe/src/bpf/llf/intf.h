@@ -3,10 +3,7 @@
 #ifndef __LLF_INTF_H
 #define __LLF_INTF_H
 
-#ifndef __VMLINUX_H__
-typedef unsigned long long u64;
-typedef unsigned int u32;
-#endif
+#include "../common/intf_types.h"
 
 enum llf_consts {
 	LLF_MAX_CPUS		= 1024,

@@ -64,7 +64,7 @@
  *            1/32 of it on a CPU is reported, and userspace freezes its BE
  *            cgroup (park.rs); a queued BE task that is dying or has a
  *            freeze pending runs at the next walk of the BE queue
- *            (park_fifo.bpf.h, as in Akita).
+ *            (fifo_be.bpf.h, as in Akita).
  *
  * Shared with the other policies (common/): policy.bpf.h (task context,
  * counters, ops.exit), tier_cache.bpf.h (BE rules; tier.bpf.h's
@@ -570,15 +570,11 @@ s32 BPF_STRUCT_OPS(llf_init_task, struct task_struct *p, struct scx_init_task_ar
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(llf_init)
 {
-	s32 err = scx_bpf_create_dsq(LLF_LC_DSQ, -1);
+	s32 err = create_dsq(LLF_LC_DSQ);
 
 	if (!err)
-		err = scx_bpf_create_dsq(LLF_BE_DSQ, -1);
-	if (err) {
-		scx_bpf_error("failed to create the LC and BE queues: %d", err);
-		return err;
-	}
-	return bw_init();
+		err = create_dsq(LLF_BE_DSQ);
+	return err ? err : bw_init();
 }
 
 BW_SET_BANDWIDTH_OP(llf_cgroup_set_bandwidth)

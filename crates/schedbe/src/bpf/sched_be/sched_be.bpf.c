@@ -21,9 +21,9 @@
  *  entry: an LC task that is enqueued and finds no idle CPU preempts a CPU
  *         running BE: it goes straight into that CPU's local queue with
  *         SCX_ENQ_PREEMPT (v7.1+; on older kernels it is queued and that
- *         CPU is kicked, see direct_entry()). CPUs running BE are kept in be_cpus, so this is
- *         a cpumask AND, not a scan. A claimed CPU is cleared from be_cpus
- *         so concurrent wakeups preempt different CPUs.
+ *         CPU is kicked, see direct_entry()). CPUs running BE are kept in
+ *         be_cpus, so this is a cpumask AND, not a scan. A claimed CPU is
+ *         cleared from be_cpus so concurrent wakeups preempt different CPUs.
  *  exit:  a CPU about to run BE first takes an LC task waiting in any LLC's
  *         queue (same drain order as "local").
  *  LC fairness: LC virtual time advances by runtime / effective weight,
@@ -53,8 +53,8 @@
  *         given less than 1/32 of it on a CPU. Under LC overload BE still
  *         gets crumbs (it starts and yields at once when LC shows up), so
  *         "never ran" would almost never hold; a BE task that gets a real
- *         share of a CPU, however it is sliced, is not starved. A frozen task is not runnable, so it costs
- *         neither CPU nor watchdog. The freezer stops a task only on its way
+ *         share of a CPU, however it is sliced, is not starved. A frozen
+ *         task is not runnable, so it costs neither CPU nor watchdog. The freezer stops a task only on its way
  *         back to user space, so a task with a freeze pending
  *         (JOBCTL_TRAP_FREEZE) is scheduled as LC until it gets there: that
  *         bounds the freeze and lets it release kernel locks first.
@@ -498,8 +498,8 @@ void BPF_STRUCT_OPS(schedbe_quiescent, struct task_struct *p, u64 deq_flags)
  * ops.running's cpu_cur (cur_vtime()), and a task's burst is its charged
  * run plus what it ran since (lc_burst.bpf.h). Under cpu.max every tick
  * charges, since a throttled task must stop at the tick. Charging at every
- * tick took a tick 9-14 us under emulation, 4-7 us without (docs/overhead-log-8.md,
- * "2026-12-04 (second)").
+ * tick would double the tick's cost (docs/design.md, "LC fairness across
+ * cores: flattened weights").
  */
 #define TICK_CHARGE_NS	(2 * lcw_flush_ns)
 
@@ -580,19 +580,14 @@ s32 BPF_STRUCT_OPS(schedbe_init_task, struct task_struct *p, struct scx_init_tas
 s32 BPF_STRUCT_OPS_SLEEPABLE(schedbe_init)
 {
 	struct bpf_cpumask *mask;
-	u32 i;
 	s32 err;
 
-	bpf_for(i, 0, nr_llcs) {
-		err = scx_bpf_create_dsq(lc_dsq(i), -1);
-		if (!err)
-			err = scx_bpf_create_dsq(be_dsq(i), -1);
-		if (err) {
-			scx_bpf_error("failed to create DSQs for LLC %u: %d", i, err);
-			return err;
-		}
-	}
-
+	/* one LC and one BE queue per LLC */
+	err = create_dsqs(SCHEDBE_LC_DSQ_BASE, nr_llcs);
+	if (!err)
+		err = create_dsqs(SCHEDBE_BE_DSQ_BASE, nr_llcs);
+	if (err)
+		return err;
 	mask = bpf_cpumask_create();
 	if (!mask)
 		return -ENOMEM;

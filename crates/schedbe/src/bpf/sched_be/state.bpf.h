@@ -11,7 +11,11 @@
 #include "intf.h"
 #include "../common/policy.bpf.h"
 
-/* Tunables, set by userspace before load. */
+/* Tunables, set by userspace before load: the machine's LLCs, */
+const volatile u32 nr_llcs = 1;
+const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
+const volatile u32 llc_nr_cpus[SCHEDBE_MAX_LLCS];	/* LLC index -> its CPUs at load */
+/* the slices, the sleeper floor, the starvation guard. */
 const volatile u64 lc_slice_ns = 5ULL * 1000 * 1000;
 /* the most virtual-time credit an LC sleeper keeps (the sleeper floor) */
 const volatile u64 lc_wake_credit_ns = 5ULL * 1000 * 1000;
@@ -19,9 +23,6 @@ const volatile u64 be_slice_ns = 20ULL * 1000 * 1000;
 const volatile u64 guard_slice_ns = 2ULL * 1000 * 1000;
 const volatile u64 starvation_limit_ns = 5ULL * 1000 * 1000 * 1000;
 const volatile u64 guard_interval_ns = 50ULL * 1000 * 1000;
-const volatile u32 nr_llcs = 1;
-const volatile u32 cpu_llc[SCHEDBE_MAX_CPUS];	/* CPU -> LLC index */
-const volatile u32 llc_nr_cpus[SCHEDBE_MAX_LLCS];	/* LLC index -> its CPUs at load */
 
 /* Virtual-time clocks of the two tiers. */
 static u64 lc_vtime_now, be_vtime_now;
