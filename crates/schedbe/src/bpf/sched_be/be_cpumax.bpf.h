@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The SCHED_BE policy's side of cpu.max (cpumax.bpf.h holds the limits
- * themselves): which tier queue a task released from its holding queue goes
- * back to and which CPU is woken for it, a slice cut to the runtime the
- * task's cgroups have left, and a runnable prev kept for another slice only
- * with its concurrency tokens. bw_release_to() and bw_released() are what
- * cpumax.bpf.h needs from the policy.
+ * themselves): a slice cut to the runtime the task's cgroups have left, and
+ * a runnable prev kept for another slice only with its concurrency tokens.
+ * (What cpumax.bpf.h needs from the policy, bw_release_to() and
+ * bw_released(), is in sched_be.bpf.c.)
  */
 #ifndef __SCHEDBE_BE_CPUMAX_BPF_H
 #define __SCHEDBE_BE_CPUMAX_BPF_H
@@ -13,54 +12,8 @@
 #include <scx/common.bpf.h>
 #include "state.bpf.h"
 #include "task_ctx.bpf.h"
-#include "lc_clock.bpf.h"	/* lc_q_join() */
-#include "lc_place.bpf.h"	/* claim_be_cpu(), note_preempt() */
-#include "../common/park_report.bpf.h"
 #include "../common/cpumax_conc.bpf.h"
 #include "../common/slice_expiry.bpf.h"
-
-/*
- * cpu.max: a task leaving its cgroup's holding queue goes back to its tier's
- * queue with the sleeper floor (time held is not credit). A BE task starts a
- * new starvation window: time held is not starvation.
- */
-static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo)
-{
-	struct task_ctx *tctx = task_ctx(p);
-	u32 llc = llc_of(scx_bpf_task_cpu(p));
-	u64 floor;
-
-	*vtime = p->scx.dsq_vtime;
-	if (tctx && tctx->tier == TIER_BE) {
-		tctx->enq_at = bpf_ktime_get_ns();
-		starve_restart(&tctx->starve, tctx->enq_at);
-		*dsq = be_dsq(llc);
-		floor = be_vtime_now - be_slice_ns;
-	} else {
-		*dsq = lc_dsq(llc);
-		/* counted from here: should the move fail, it only counts over (lc_clock.bpf.h) */
-		lc_q_join(tctx ? &tctx->lc_q : NULL, llc);
-		floor = lc_vtime_now - lc_wake_credit_ns;
-	}
-	if (time_before(*vtime, floor))
-		*vtime = floor;
-	return true;
-}
-
-/* cpu.max: wake a CPU for a released task, as ops.enqueue would (entry check for LC). */
-static void bw_released(struct task_struct *p, u64 dsq)
-{
-	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-
-	if (cpu >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		return;
-	}
-	if (dsq < SCHEDBE_BE_DSQ_BASE && (cpu = claim_be_cpu(p)) >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		note_preempt(cpu);
-	}
-}
 
 /*
  * Give @p a slice of @slice_ns on @cpu, cut to the runtime its cgroups have

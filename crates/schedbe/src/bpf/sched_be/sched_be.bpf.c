@@ -81,8 +81,9 @@
  * lc_clock.bpf.h (the LC clock and queue lengths), lc_place.bpf.h (where a
  * queued LC task runs), consume.bpf.h (ops.dispatch taking tasks from the
  * queues), be_guard.bpf.h (starvation guard, parking reports),
- * be_cpumax.bpf.h (this policy's side of cpu.max: released tasks, cut
- * slices, a kept prev).
+ * be_cpumax.bpf.h (this policy's side of cpu.max: cut slices, a kept
+ * prev; what cpumax.bpf.h needs from it, where a released task goes, is
+ * below).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -141,6 +142,50 @@ static u8 classify(struct task_struct *p, struct task_ctx *tctx)
 	tctx->tier = tier;
 	tctx->tier_valid = 1;
 	return tier;
+}
+
+/*
+ * What cpumax.bpf.h needs from the policy. A task leaving its cgroup's
+ * holding queue goes back to its tier's queue with the sleeper floor (time
+ * held is not credit). A BE task starts a new starvation window: time held
+ * is not starvation.
+ */
+static bool bw_release_to(struct task_struct *p, u64 *dsq, u64 *vtime, bool *fifo)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	u32 llc = llc_of(scx_bpf_task_cpu(p));
+	u64 floor;
+
+	*vtime = p->scx.dsq_vtime;
+	if (tctx && tctx->tier == TIER_BE) {
+		tctx->enq_at = bpf_ktime_get_ns();
+		starve_restart(&tctx->starve, tctx->enq_at);
+		*dsq = be_dsq(llc);
+		floor = be_vtime_now - be_slice_ns;
+	} else {
+		*dsq = lc_dsq(llc);
+		/* counted from here: should the move fail, it only counts over (lc_clock.bpf.h) */
+		lc_q_join(tctx ? &tctx->lc_q : NULL, llc);
+		floor = lc_vtime_now - lc_wake_credit_ns;
+	}
+	if (time_before(*vtime, floor))
+		*vtime = floor;
+	return true;
+}
+
+/* cpu.max: wake a CPU for a released task, as ops.enqueue would (entry check for LC). */
+static void bw_released(struct task_struct *p, u64 dsq)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	if (dsq < SCHEDBE_BE_DSQ_BASE && (cpu = claim_be_cpu(p)) >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		note_preempt(cpu);
+	}
 }
 
 s32 BPF_STRUCT_OPS(schedbe_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
