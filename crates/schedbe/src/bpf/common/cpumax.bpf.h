@@ -70,6 +70,7 @@
 #include <scx/common.bpf.h>
 #include "intf.h"	/* SCHEDBE_BW_*, struct bw_conf, struct bw_stat */
 #include "policy.bpf.h"	/* STAT_FN() */
+#include "tier.bpf.h"	/* SCHEDBE_MAX_CGRP_DEPTH */
 #include "task_state.bpf.h"
 #include "slice_expiry.bpf.h"
 
