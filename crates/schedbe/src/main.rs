@@ -25,23 +25,19 @@
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
 
 mod agent;
-mod akita;
 mod be_sync;
 mod bpf_intf;
-mod bpf_skel;
 mod cgrp_watch;
-mod config;
 mod cpumax;
 mod exec;
-mod flatten;
 mod lifecycle;
-mod llf;
 mod park;
+mod policy;
 mod preflight;
-mod resv;
 mod rt_takeover;
-mod sched;
-mod stats;
+mod sandbox;
+#[cfg(test)]
+mod testtree;
 mod verifier_stats;
 mod vm;
 
@@ -55,7 +51,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use config::Config;
+use policy::sched_be::config::{self, Config};
+use policy::sched_be::{runtime as sched, stats};
+use policy::{akita, llf};
 
 #[derive(Parser, Debug)]
 #[command(name = "schedbe", version, about = "Best-effort work as a categorically lower scheduling class (sched_ext)")]
@@ -338,7 +336,7 @@ fn cmd_run_llf(a: RunArgs) -> Result<i32> {
     let half_life = duration_arg("load-half-life-s", a.load_half_life_s.unwrap_or(1.0))?;
     let park = park_options(&a)?;
     // the patterns are checked before anything is loaded
-    agent::discover::patterns(&a.sandboxes)?;
+    sandbox::discover::patterns(&a.sandboxes)?;
     let opts = llf::runtime::LlfOptions {
         patterns: a.sandboxes.clone(),
         half_life,

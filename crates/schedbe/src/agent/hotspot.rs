@@ -43,7 +43,7 @@
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::load::decay;
+use crate::sandbox::load::decay;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {

@@ -13,14 +13,11 @@
 //! - `files`: the kernel files read each sample, kept open
 //! - `publish`: JSON lines and the Prometheus text format
 
-pub mod discover;
 mod files;
 pub mod hotspot;
-pub mod load;
 pub mod psi;
 pub mod publish;
-#[cfg(test)]
-mod testtree;
+mod reading;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,8 +28,9 @@ use anyhow::{bail, Result};
 use schedbe_cgroup::PathPatterns;
 
 use hotspot::{Detector, NodeSignals, SandboxLoad, Thresholds};
-use load::{LoadTracker, Sample};
 use publish::{NodeReport, Report, SandboxReport};
+use crate::sandbox::discover;
+use crate::sandbox::load::{LoadTracker, Sample};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -138,7 +136,7 @@ impl Agent {
         }
         self.said_empty = boxes.is_empty();
         let read: Vec<_> =
-            boxes.into_iter().filter_map(|b| discover::read(&mut self.files, &self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
+            boxes.into_iter().filter_map(|b| reading::read(&mut self.files, &self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
         let samples: Vec<Sample> =
             read.iter().map(|(b, r)| Sample { rel: b.cgroup.rel.clone(), id: b.cgroup.id, usage_us: r.usage_us }).collect();
         let loads = self.loads.update(t_ns, &samples);
@@ -231,7 +229,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use std::path::Path;
-    use testtree::TempTree;
+    use crate::testtree::TempTree;
 
     #[derive(Parser)]
     struct Cli {

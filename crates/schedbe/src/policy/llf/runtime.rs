@@ -17,8 +17,8 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 
 use super::bpf::intf;
 use super::bpf::*;
-use crate::agent::discover::{self, Sandbox};
-use crate::agent::load::{LoadTracker, Sample};
+use crate::sandbox::discover::{self, Sandbox};
+use crate::sandbox::load::{LoadTracker, Sample};
 use crate::cpumax::{BwMaps, CpuMax};
 use crate::park::{ParkCounts, ParkOptions, Parker};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};

@@ -14,15 +14,15 @@ use log::{debug, info, warn};
 use scx_stats::prelude::*;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, Topology, UserExitInfo};
 
+use super::bpf::*;
+use super::config::Config;
+use super::flatten::{self, Node};
+use super::resv::Reservations;
+use super::stats::Metrics;
 use crate::bpf_intf;
-use crate::bpf_skel::*;
-use crate::config::Config;
 use crate::cpumax::{BwMaps, CpuMax};
-use crate::flatten::{self, Node};
-use crate::resv::Reservations;
-use crate::rt_takeover;
 use crate::park::{self, Parker};
-use crate::stats::Metrics;
+use crate::rt_takeover;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
 /// Every how many rescans stale cgrp_load entries are removed.
@@ -85,7 +85,7 @@ impl<'a> Scheduler<'a> {
         rodata.park_after_ns = cfg.park_options().window_ns;
         // LC load reaches the cgroup counters in batches of 1/32 of the interval flatten() reads them at.
         rodata.lcw_flush_ns = (cfg.flatten_ms * 1_000_000 / 32).clamp(1_000_000, 8_000_000);
-        let conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
+        let conc_mode = cfg.limit_mode == super::config::LimitMode::Concurrency;
         rodata.bw_conc_mode = conc_mode;
         // LLC ids may be sparse; number them densely for the DSQ ids.
         let llc_index: HashMap<usize, u32> =
@@ -470,7 +470,7 @@ impl<'a> Scheduler<'a> {
 
     /// Run until `shutdown` or until the kernel ejects the scheduler.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<UserExitInfo> {
-        let server = StatsServer::new(crate::stats::server_data()).launch();
+        let server = StatsServer::new(super::stats::server_data()).launch();
         let chans = match &server {
             Ok(s) => Some(s.channels()),
             Err(e) => {
