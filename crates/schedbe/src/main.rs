@@ -31,6 +31,7 @@ mod cgrp_watch;
 mod cpumax;
 mod exec;
 mod lifecycle;
+mod loader;
 mod park;
 mod policy;
 mod preflight;
@@ -41,7 +42,6 @@ mod testtree;
 mod verifier_stats;
 mod vm;
 
-use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,8 +52,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use policy::sched_be::config::{self, Config};
-use policy::sched_be::{runtime as sched, stats};
-use policy::{akita, llf};
+use policy::sched_be::stats;
+use policy::{akita, llf, sched_be};
 
 #[derive(Parser, Debug)]
 #[command(name = "schedbe", version, about = "Best-effort work as a categorically lower scheduling class (sched_ext)")]
@@ -364,19 +364,14 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     }
     // Everything that can be checked without touching the system comes first.
     let cfg = build_config(&a)?;
-    let out = sched::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
+    let out = sched_be::runtime::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
     preflight::check_run()?;
     init_log(a.verbose);
     // The guardian first: before the scheduler is loaded, and before the
     // signal-handler thread exists.
     let _guardian = if cfg.park { Some(park::spawn_guardian(std::path::Path::new(&cfg.state_file))?) } else { None };
-    let shutdown = shutdown_flag()?;
 
-    lifecycle::run_until_stopped(&shutdown.clone(), || {
-        let mut open_object = MaybeUninit::uninit();
-        let mut s = sched::Scheduler::init(&cfg, &mut open_object)?;
-        s.run(shutdown.clone(), out)
-    })
+    sched_be::runtime::run_policy(&cfg, shutdown_flag()?, out)
 }
 
 fn real_main() -> Result<i32> {
