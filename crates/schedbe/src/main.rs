@@ -1,24 +1,26 @@
 //! schedbe: SCHED_BE on sched_ext. See README.md for what and why.
 //!
-//! Modules, by responsibility:
-//! - `config`, `preflight`: what the user asked for, and whether the machine can do it
-//! - `be_sync`: BE path patterns -> a policy's be_cgroups map (every policy)
-//! - `lifecycle`: run until stopped, reload on the kernel's request (every policy)
-//! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
-//! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
-//!   and entitlements
-//! - `resv`: reservations: entitlement slots (a cgroup within its claim
-//!   preempts one above its fair share)
+//! This file is the command line; the rest, by responsibility:
+//! - `policy`: the scheduling policies, one folder each with its whole
+//!   userspace side: `sched_be` (the default), `akita` (mixed-criticality
+//!   VMs, also `schedbe akita`), `llf` (least-loaded-first among sandboxes)
+//!
+//! What every policy shares:
+//! - `loader`: open, probe the kernel, choose the RT/DL path, load, attach
+//! - `lifecycle`: run until stopped, reload on the kernel's request
+//! - `preflight`: whether the machine can run a policy at all
+//! - `be_sync`: BE path patterns -> a policy's be_cgroups map
+//! - `cgrp_watch`: when a rescan reads the cgroup files again
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
-//! - `stats`: live statistics (scx_stats)
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
-//!   (every policy)
-//! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes (every policy)
+//! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes
+//! - `verifier_stats`: the BPF verifier's statistics on request
+//! - `bpf_intf`: the BPF interface types the shared modules and SCHED_BE use
+//! - `sandbox`: sandbox discovery and decaying load (LLF and `schedbe agent`)
+//!
+//! The other subcommands:
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
-//! - `akita`: the Akita mixed-criticality policy (`schedbe run --policy akita`,
-//!   `schedbe akita check`)
-//! - `llf`: least-loaded-first among sandboxes (`schedbe run --policy llf`)
 //! - `agent`: `schedbe agent`, the contention-aware host agent's core
 //!   (overload, per-sandbox load, hotspots; reads only, not part of `run`)
 //!

@@ -10,7 +10,7 @@ use log::info;
 use libbpf_rs::btf::{types, Btf, ReferencesType};
 
 /// What the running kernel offers for RT/DL takeovers, read from vmlinux's
-/// BTF in one parse (seconds under emulation, so not once per question).
+/// BTF in one parse: parsing it is the slow part, so not once per question.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Paths {
     /// Whether the running kernel can re-enqueue a local DSQ from any

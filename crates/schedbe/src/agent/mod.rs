@@ -7,11 +7,13 @@
 //! so it runs unprivileged. It is not part of `schedbe run`.
 //!
 //! - `psi`: parsing PSI, cpu.stat, /proc/stat, /proc/loadavg
-//! - `load`: the decaying per-sandbox load (~4 s horizon)
+//! - `reading`: what is read from each sandbox
 //! - `hotspot`: overload with hysteresis, hotspots, suggestions
-//! - `discover`: sandboxes from cgroup path patterns
 //! - `files`: the kernel files read each sample, kept open
 //! - `publish`: JSON lines and the Prometheus text format
+//!
+//! The sandboxes and their decaying loads (~4 s horizon) are crate::sandbox's,
+//! which the LLF policy uses too.
 
 mod files;
 pub mod hotspot;

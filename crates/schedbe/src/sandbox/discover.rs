@@ -1,6 +1,6 @@
 //! Sandbox discovery: the cgroups under a cgroup root whose path matches
 //! glob patterns (schedbe-cgroup's [`PathPatterns`], the same matcher as the
-//! BE rules), and what the agent reads from each. By default a sandbox is a
+//! BE rules). By default a sandbox is a
 //! kubelet pod cgroup, for both cgroup drivers and every QoS class, at the
 //! root or nested under another cgroup (the names are those of
 //! schedbe-bench's kubepods emulation and of kubelet). Only the outermost

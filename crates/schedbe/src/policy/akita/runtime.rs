@@ -223,7 +223,8 @@ impl<'a> Runtime<'a> {
         rt.sync_servers()?;
         rt.rescan().context("initial cgroup scan failed")?;
         // The socket before attaching: once sched_ext reports akita enabled,
-        // `schedbe akita add|remove|list` already reaches it (a test raced this).
+        // `schedbe akita add|remove|list` must already reach it, since a
+        // caller may wait for exactly that.
         rt.control = Some(control::listen(socket).context("cannot open the control socket")?);
         rt.link = Some(loader::attach(&mut rt.skel)?);
         info!("control socket: {} (schedbe akita add|remove|list)", socket.display());

@@ -284,7 +284,7 @@ impl<'a> Scheduler<'a> {
 
         // One batched read of the map (the kernel walks its 16384 buckets),
         // not a lookup syscall per cgroup: on a node of 1000 pods' cgroups
-        // that was 4000 syscalls a second.
+        // that would be 4000 syscalls a second.
         let load_now: HashMap<u64, u64> = self
             .skel
             .maps
