@@ -8,7 +8,7 @@
   thawing initContainer, a Burstable pod without a CPU limit, a readiness probe
   on /sys/kernel/sched_ext.
 - The ConfigMap's schedbe.toml uses only fields of the Config struct
-  (crates/schedbe/src/config.rs), with the right types.
+  (crates/schedbe/src/policy/sched_be/config.rs), with the right types.
 - On this host (no sched_ext, the "node without sched_ext" case) the readiness
   probe's exact shell command fails and says why, the initContainer's command
   succeeds, and the main container's exact command line exits non-zero with
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.host
 DEPLOY = tl.ROOT / "deploy" / "kubernetes"
 MANIFESTS = sorted(DEPLOY.glob("*.yaml"))
 DAEMONSET_YAML = DEPLOY / "schedbe-daemonset.yaml"
-CONFIG_RS = tl.ROOT / "crates" / "schedbe" / "src" / "config.rs"
+CONFIG_RS = tl.ROOT / "crates" / "schedbe" / "src" / "policy" / "sched_be" / "config.rs"
 SETUP_SH = tl.ROOT / "scripts" / "setup.sh"
 
 VENV = Path("/opt/schedbe-venv")

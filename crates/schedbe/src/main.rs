@@ -1,51 +1,49 @@
 //! schedbe: SCHED_BE on sched_ext. See README.md for what and why.
 //!
-//! Modules, by responsibility:
-//! - `config`, `preflight`: what the user asked for, and whether the machine can do it
-//! - `be_sync`: BE path patterns -> a policy's be_cgroups map (every policy)
-//! - `lifecycle`: run until stopped, reload on the kernel's request (every policy)
-//! - `sched`: load the BPF policy (src/bpf/main.bpf.c), keep its maps in step, report
-//! - `flatten`: cgroup cpu.weight hierarchy -> per-cgroup LC weight factors
-//!   and entitlements
-//! - `resv`: reservations: entitlement slots (a cgroup within its claim
-//!   preempts one above its fair share)
+//! This file is the command line; the rest, by responsibility:
+//! - `policy`: the scheduling policies, one folder each with its whole
+//!   userspace side: `sched_be` (the default), `akita` (mixed-criticality
+//!   VMs, also `schedbe akita`), `llf` (least-loaded-first among sandboxes)
+//!
+//! What every policy shares:
+//! - `loader`: open, probe the kernel, choose the RT/DL path, load, attach
+//! - `lifecycle`: run until stopped, reload on the kernel's request
+//! - `preflight`: whether the machine can run a policy at all
+//! - `be_sync`: BE path patterns -> a policy's be_cgroups map
+//! - `cgrp_watch`: when a rescan reads the cgroup files again
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
-//! - `stats`: live statistics (scx_stats)
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
-//!   (every policy)
-//! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes (every policy)
+//! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes
+//! - `verifier_stats`: the BPF verifier's statistics on request
+//! - `bpf_intf`: the BPF interface types the shared modules and SCHED_BE use
+//! - `sandbox`: sandbox discovery and decaying load (LLF and `schedbe agent`)
+//!
+//! The other subcommands:
 //! - `exec`: `schedbe exec --be`
 //! - `vm`: `schedbe vm`, for hosts without sched_ext
-//! - `akita`: the Akita mixed-criticality policy (`schedbe run --policy akita`,
-//!   `schedbe akita check`)
-//! - `llf`: least-loaded-first among sandboxes (`schedbe run --policy llf`)
 //! - `agent`: `schedbe agent`, the contention-aware host agent's core
 //!   (overload, per-sandbox load, hotspots; reads only, not part of `run`)
 //!
 //! The tracer (`schedbe trace`) is the separate crate schedbe-trace.
 
 mod agent;
-mod akita;
 mod be_sync;
 mod bpf_intf;
-mod bpf_skel;
 mod cgrp_watch;
-mod config;
 mod cpumax;
 mod exec;
-mod flatten;
 mod lifecycle;
-mod llf;
+mod loader;
 mod park;
+mod policy;
 mod preflight;
-mod resv;
 mod rt_takeover;
-mod sched;
-mod stats;
+mod sandbox;
+#[cfg(test)]
+mod testtree;
 mod verifier_stats;
 mod vm;
 
-use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +53,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use config::Config;
+use policy::sched_be::config::{self, Config};
+use policy::sched_be::stats;
+use policy::{akita, llf, sched_be};
 
 #[derive(Parser, Debug)]
 #[command(name = "schedbe", version, about = "Best-effort work as a categorically lower scheduling class (sched_ext)")]
@@ -341,7 +341,7 @@ fn cmd_run_llf(a: RunArgs) -> Result<i32> {
     let half_life = duration_arg("load-half-life-s", a.load_half_life_s.unwrap_or(1.0))?;
     let park = park_options(&a)?;
     // the patterns are checked before anything is loaded
-    agent::discover::patterns(&a.sandboxes)?;
+    sandbox::discover::patterns(&a.sandboxes)?;
     let opts = llf::runtime::LlfOptions {
         patterns: a.sandboxes.clone(),
         half_life,
@@ -369,19 +369,14 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     }
     // Everything that can be checked without touching the system comes first.
     let cfg = build_config(&a)?;
-    let out = sched::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
+    let out = sched_be::runtime::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
     preflight::check_run()?;
     init_log(a.verbose);
     // The guardian first: before the scheduler is loaded, and before the
     // signal-handler thread exists.
     let _guardian = if cfg.park { Some(park::spawn_guardian(std::path::Path::new(&cfg.state_file))?) } else { None };
-    let shutdown = shutdown_flag()?;
 
-    lifecycle::run_until_stopped(&shutdown.clone(), || {
-        let mut open_object = MaybeUninit::uninit();
-        let mut s = sched::Scheduler::init(&cfg, &mut open_object)?;
-        s.run(shutdown.clone(), out)
-    })
+    sched_be::runtime::run_policy(&cfg, shutdown_flag()?, out)
 }
 
 fn real_main() -> Result<i32> {

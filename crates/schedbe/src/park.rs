@@ -209,9 +209,9 @@ pub fn be_subtree(rel: &str, be_path: impl Fn(&str) -> bool) -> bool {
 
 /// How often a daemon's loop samples idle capacity while something is
 /// parked, and how often it reads the starvation reports while nothing is.
-/// Each wakeup of the loop costs about a millisecond of CPU under emulation,
-/// so while nothing is parked it wakes only every STARVED_POLL (which adds
-/// at most that much to park_after_ms before a starved cgroup is frozen).
+/// Each wakeup of the loop costs the daemon CPU time that LC could use, so
+/// while nothing is parked it wakes only every STARVED_POLL (which adds at
+/// most that much to park_after_ms before a starved cgroup is frozen).
 const PARK_SAMPLE: Duration = Duration::from_millis(100);
 const STARVED_POLL: Duration = Duration::from_millis(250);
 

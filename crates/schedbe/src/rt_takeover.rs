@@ -10,10 +10,15 @@ use log::info;
 use libbpf_rs::btf::{types, Btf, ReferencesType};
 
 /// What the running kernel offers for RT/DL takeovers, read from vmlinux's
-/// BTF in one parse (seconds under emulation, so not once per question).
+/// BTF in one parse: parsing it is the slow part, so not once per question.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Paths {
-    /// See [`from_tracepoint`].
+    /// Whether the running kernel can re-enqueue a local DSQ from any
+    /// context, so the sched_switch tracepoint handles takeovers:
+    /// `scx_bpf_dsq_reenq` (v7.1+) or a `scx_bpf_reenqueue_local` returning
+    /// void (v6.19+; before, it returned the count and worked only in
+    /// cpu_release). The BPF side's compat wrapper resolves the same kfuncs
+    /// the same way.
     pub from_tracepoint: bool,
     /// Whether the RT CPU's own tick can be hooked where it runs only while
     /// an RT/DL task holds the CPU: fentry on the RT and deadline classes'
@@ -30,14 +35,7 @@ pub fn probe() -> Paths {
     Paths { from_tracepoint: reenq_from_anywhere(&btf), strand_on_class_tick: class_ticks(&btf) }
 }
 
-/// Whether the running kernel can re-enqueue a local DSQ from any context:
-/// `scx_bpf_dsq_reenq` (v7.1+) or a `scx_bpf_reenqueue_local` returning void
-/// (v6.19+; before, it returned the count and worked only in cpu_release).
-/// The BPF side's compat wrapper resolves the same kfuncs the same way.
-pub fn from_tracepoint() -> bool {
-    probe().from_tracepoint
-}
-
+/// [`Paths::from_tracepoint`]
 fn reenq_from_anywhere(btf: &Btf) -> bool {
     if btf.type_by_name::<types::Func>("scx_bpf_dsq_reenq").is_some() {
         return true;

@@ -2,10 +2,10 @@
 //! program of a policy as it loads (instructions processed, states, the
 //! verification time), printed on stderr; `=6` prints the whole instruction
 //! trace as well (tens of MB: which source lines the verifier walks most,
-//! scripts/ab/verifier-lines.py). A developer's
-//! knob for keeping load time in check: under emulation the verifier was
-//! most of `schedbe run`'s 15 s start (docs/testing.md,
-//! scripts/ab/verifier-cost.sh). Off by default, and nothing else changes.
+//! scripts/ab/verifier-lines.py). A developer's knob for keeping load time
+//! in check, since the verifier is most of what `schedbe run` costs before
+//! it schedules (docs/testing.md, "Load time"; scripts/ab/verifier-cost.sh).
+//! Off by default, and nothing else changes.
 
 use libbpf_rs::{OpenObject, PrintLevel};
 

@@ -109,7 +109,7 @@ fn read_from_start(f: &File, buf: &mut Vec<u8>) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::testtree::TempTree;
+    use crate::testtree::TempTree;
 
     #[test]
     fn proc_files_stay_open_and_read_fresh() {

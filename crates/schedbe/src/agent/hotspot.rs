@@ -15,12 +15,12 @@
 //! with PSI some >= `enter_psi` (50%) and busy >= `enter_busy` (0.9), so a
 //! 1 s interval detects a step into overload in about 2-3 s. It leaves after
 //! `exit_after` (3) consecutive intervals with PSI some < `exit_psi` (25%)
-//! or busy < `exit_busy` (0.8). Neither PSI's avg10 (a 10 s average: it
-//! takes 3-4 s to pass 20% after a step, and as long to forget one) nor the
-//! run queue alone decides: under bursty arrivals, a node at half load has
-//! moments of several runnable tasks per CPU and a PSI some of 10-25%, but
-//! its CPUs are idle half the time. Without the `cpu` line (a fake /proc),
-//! PSI decides alone.
+//! or busy < `exit_busy` (0.8). Neither PSI's avg10 (a 10 s average, slow
+//! to rise after a step and as slow to forget one) nor the run queue alone
+//! decides: under bursty arrivals a node at half load has moments of several
+//! runnable tasks per CPU and some PSI, while its CPUs are idle half the
+//! time (docs/serverless.md, "The host agent core", holds the figures).
+//! Without the `cpu` line (a fake /proc), PSI decides alone.
 //!
 //! **Demand and excess**, in CPUs. n CPUs, target utilisation u* (0.8),
 //! sandbox loads L_i (load.rs), U = Σ L_i, smoothed runnable tasks R.
@@ -43,7 +43,7 @@
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::load::decay;
+use crate::sandbox::load::decay;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {

@@ -7,20 +7,19 @@
 //! so it runs unprivileged. It is not part of `schedbe run`.
 //!
 //! - `psi`: parsing PSI, cpu.stat, /proc/stat, /proc/loadavg
-//! - `load`: the decaying per-sandbox load (~4 s horizon)
+//! - `reading`: what is read from each sandbox
 //! - `hotspot`: overload with hysteresis, hotspots, suggestions
-//! - `discover`: sandboxes from cgroup path patterns
 //! - `files`: the kernel files read each sample, kept open
 //! - `publish`: JSON lines and the Prometheus text format
+//!
+//! The sandboxes and their decaying loads (~4 s horizon) are crate::sandbox's,
+//! which the LLF policy uses too.
 
-pub mod discover;
 mod files;
 pub mod hotspot;
-pub mod load;
 pub mod psi;
 pub mod publish;
-#[cfg(test)]
-mod testtree;
+mod reading;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,8 +30,9 @@ use anyhow::{bail, Result};
 use schedbe_cgroup::PathPatterns;
 
 use hotspot::{Detector, NodeSignals, SandboxLoad, Thresholds};
-use load::{LoadTracker, Sample};
 use publish::{NodeReport, Report, SandboxReport};
+use crate::sandbox::discover;
+use crate::sandbox::load::{LoadTracker, Sample};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -138,7 +138,7 @@ impl Agent {
         }
         self.said_empty = boxes.is_empty();
         let read: Vec<_> =
-            boxes.into_iter().filter_map(|b| discover::read(&mut self.files, &self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
+            boxes.into_iter().filter_map(|b| reading::read(&mut self.files, &self.cgroup_root, &b).ok().map(|r| (b, r))).collect();
         let samples: Vec<Sample> =
             read.iter().map(|(b, r)| Sample { rel: b.cgroup.rel.clone(), id: b.cgroup.id, usage_us: r.usage_us }).collect();
         let loads = self.loads.update(t_ns, &samples);
@@ -231,7 +231,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use std::path::Path;
-    use testtree::TempTree;
+    use crate::testtree::TempTree;
 
     #[derive(Parser)]
     struct Cli {

@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn node_signals_from_a_fake_proc() {
-        let t = crate::agent::testtree::TempTree::new("psi");
+        let t = crate::testtree::TempTree::new("psi");
         let mut f = Files::new();
         t.write(Path::new("pressure/cpu"), CG);
         t.write(Path::new("stat"), "cpu0 1\ncpu1 1\nprocs_running 5\n");

@@ -8,3 +8,10 @@ pub mod intf {
 }
 
 include!(concat!(env!("OUT_DIR"), "/akita_skel.rs"));
+
+// Akita lifts cpu.max (cpumax::UnenforcedLimits): no ops.cgroup_set_bandwidth.
+crate::loader::skeleton!(AkitaSkel, OpenAkitaSkel, AkitaSkelBuilder, akita_ops {
+    cpu_release: akita_cpu_release,
+    sched_switch: schedbe_sched_switch,
+    cgroup_set_idle: akita_cgroup_set_idle,
+});

@@ -14,7 +14,7 @@
 //! Update, between samples Δt apart in which the sandbox used ΔU µs of CPU:
 //! rate r = ΔU/Δt, load ← load·d + r·(1 − d), d = 2^(−Δt/h). That is the
 //! exact exponential filter of a rate that was constant over the interval,
-//! so the result does not depend on how often the agent samples (two steps
+//! so the result does not depend on how often its user samples (two steps
 //! of Δt/2 at rate r give what one step of Δt gives).
 //!
 //! The first rate a sandbox shows initialises its load (no warm-up from 0,

@@ -112,7 +112,7 @@ fn water_fill(cap: f64, w: f64, others: &[(f64, f64)]) -> f64 {
 /// something, and the idle ones, alike but for their weight, once per
 /// weight. A cgroup of 1000 mostly idle pods costs about 1000 steps, not
 /// the 1000 x 1000 of filling each against all the others, four times a
-/// second (the daemon spent half of a CPU there under emulation).
+/// second.
 fn claims(cap: f64, parts: &[(f64, f64)]) -> Vec<f64> {
     let mut order: Vec<usize> = (0..parts.len()).filter(|&j| parts[j].1 > 0.0).collect();
     order.sort_by(|&a, &b| (parts[a].1 / parts[a].0.max(1e-9)).total_cmp(&(parts[b].1 / parts[b].0.max(1e-9))));

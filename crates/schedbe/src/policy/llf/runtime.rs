@@ -13,14 +13,15 @@ use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use serde::Serialize;
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+use scx_utils::UserExitInfo;
 
 use super::bpf::intf;
 use super::bpf::*;
-use crate::agent::discover::{self, Sandbox};
-use crate::agent::load::{LoadTracker, Sample};
 use crate::cpumax::{BwMaps, CpuMax};
+use crate::loader;
 use crate::park::{ParkCounts, ParkOptions, Parker};
+use crate::sandbox::discover::{self, Sandbox};
+use crate::sandbox::load::{LoadTracker, Sample};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
 /// How often loads are measured and keys written.
@@ -93,42 +94,16 @@ impl<'a> Runtime<'a> {
     fn init(opts: &LlfOptions, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let pats = discover::patterns(&opts.patterns)?;
         let loads = LoadTracker::new(opts.half_life)?;
-        scx_utils::try_set_rlimit_infinity();
-        let builder = LlfSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, llf_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
-        let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
+        let (mut skel, kernel) = loader::open::<LlfSkel>(open_object)?;
         let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
-        rodata.tier_idle_cached = set_idle;
         // host tasks' own loads decay as the sandboxes' do
         rodata.half_life_ns = opts.half_life.as_nanos().min(u128::from(u64::MAX)) as u64;
         rodata.park_after_ns = opts.park.window_ns;
         // the daemon goes first: the order is only as fresh as the loads it publishes
         rodata.daemon_tgid = i32::try_from(std::process::id()).context("pid out of range")?;
-        // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
-        let rt_from_tp = crate::rt_takeover::from_tracepoint();
-        rodata.evacuate_from_tp = rt_from_tp;
-        if !set_idle {
-            skel.struct_ops.llf_ops_mut().cgroup_set_idle = std::ptr::null_mut();
-            skel.progs.llf_cgroup_set_idle.set_autoload(false);
-        }
-        // cpu.max writes reach the BPF side at once through
-        // ops.cgroup_set_bandwidth (v6.17+); before, the periodic rescan does.
-        let set_bw = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth").unwrap_or(false);
-        if !set_bw {
-            skel.struct_ops.llf_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
-            skel.progs.llf_cgroup_set_bandwidth.set_autoload(false);
-        }
-        if rt_from_tp {
-            skel.struct_ops.llf_ops_mut().cpu_release = std::ptr::null_mut();
-            skel.progs.llf_cpu_release.set_autoload(false);
-        } else {
-            skel.progs.schedbe_sched_switch.set_autoload(false);
-        }
-        crate::rt_takeover::log_path(rt_from_tp);
         // Thaw what a previous run left parked before anything else changes.
         let parker = crate::park::start(&opts.park)?;
-        crate::verifier_stats::request(libbpf_rs::skel::OpenSkel::open_object_mut(&mut skel));
-        let skel = scx_ops_load!(skel, llf_ops, uei)?;
+        let skel = loader::load(skel)?;
         let mut rt = Self {
             skel,
             link: None,
@@ -142,12 +117,12 @@ impl<'a> Runtime<'a> {
             parker,
             cpumax: CpuMax::default(),
             has_cpu: HashMap::new(),
-            poll_cpu_max: !set_bw,
+            poll_cpu_max: !kernel.set_bandwidth,
             rescans: 0,
         };
         rt.rescan(true).context("initial cgroup scan failed")?;
         rt.update_keys()?;
-        rt.link = Some(scx_ops_attach!(rt.skel, llf_ops)?);
+        rt.link = Some(loader::attach(&mut rt.skel)?);
         info!("llf policy enabled: {} sandboxes (patterns: {})", rt.sandboxes.len(), rt.pats.patterns().join(", "));
         if rt.sandboxes.is_empty() {
             warn!(
@@ -324,7 +299,7 @@ impl<'a> Runtime<'a> {
         let mut next_stats = self.opts.stats.map(|i| started + i);
         // SAFETY: all-zero is a valid llf_stats.
         let mut prev: intf::llf_stats = unsafe { std::mem::zeroed() };
-        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+        while !shutdown.load(Ordering::Relaxed) && !loader::exited(&self.skel) {
             let now = Instant::now();
             // also when ops.cgroup_set_bandwidth saw a limit on a cgroup created since the last rescan
             let due = now >= next_rescan;
@@ -374,16 +349,14 @@ impl<'a> Runtime<'a> {
         if let Some(p) = self.parker.as_mut() {
             p.unpark_all("schedbe is exiting");
         }
-        let _ = self.link.take();
-        uei_report!(&self.skel, uei)
+        loader::detach(&self.skel, self.link.take())
     }
 }
 
 /// `schedbe run --policy llf`.
 pub fn run_policy(opts: &LlfOptions, shutdown: Arc<AtomicBool>) -> Result<i32> {
-    crate::lifecycle::run_until_stopped(&shutdown.clone(), || {
-        let mut open_object = MaybeUninit::uninit();
-        let mut rt = Runtime::init(opts, &mut open_object)?;
+    crate::lifecycle::run_until_stopped(&shutdown.clone(), |open_object| {
+        let mut rt = Runtime::init(opts, open_object)?;
         rt.run(shutdown.clone())
     })
 }

@@ -21,9 +21,9 @@ use libbpf_rs::MapCore;
 use libbpf_rs::MapFlags;
 use log::warn;
 
+use super::bpf::BpfSkel;
+use super::flatten::Flat;
 use crate::bpf_intf;
-use crate::bpf_skel::BpfSkel;
-use crate::flatten::Flat;
 
 const MAX_SLOTS: u32 = bpf_intf::schedbe_consts_SCHEDBE_RESV_MAX_SLOTS;
 /// A retired slot's entitlement: no task counted in it preempts or is a victim.

@@ -8,3 +8,10 @@ pub mod intf {
 }
 
 include!(concat!(env!("OUT_DIR"), "/llf_skel.rs"));
+
+crate::loader::skeleton!(LlfSkel, OpenLlfSkel, LlfSkelBuilder, llf_ops {
+    cpu_release: llf_cpu_release,
+    sched_switch: schedbe_sched_switch,
+    cgroup_set_idle: llf_cgroup_set_idle,
+    cgroup_set_bandwidth: llf_cgroup_set_bandwidth,
+});

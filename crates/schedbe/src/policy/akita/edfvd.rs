@@ -175,8 +175,7 @@ pub fn test(util: Utilisation) -> Test {
 }
 
 /// Equation 5: a vCPU's relative (virtual) deadline in µs on a CPU whose
-/// factor is `x`. The daemon will hand these to the BPF side.
-#[allow(dead_code)] // used by tests now, by the Akita daemon later
+/// factor is `x` (servers.rs hands these to the BPF side).
 pub fn relative_deadline_us(s: &Server, x: f64) -> u64 {
     match *s {
         Server::Hi { period_us, .. } => (x * period_us as f64).round() as u64,

@@ -32,7 +32,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 /// examples/akita/vms.toml, which the tests and the docs share.
-const EXAMPLE: &str = include_str!("../../../../../examples/akita/vms.toml");
+const EXAMPLE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/akita/vms.toml"));
 
 #[test]
 fn cpu_lists_print_short_and_never_overflow() {

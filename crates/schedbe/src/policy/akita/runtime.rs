@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, Topology, UserExitInfo};
+use scx_utils::{Topology, UserExitInfo};
 
 use super::bpf::intf;
 use super::bpf::*;
@@ -26,6 +26,7 @@ use super::placement::{Placement, VmRequest};
 use super::report::{self, Snapshot};
 use super::servers::{self, Ids, ServerConf, MAX_PER_CPU};
 use crate::cpumax::UnenforcedLimits;
+use crate::loader;
 use crate::park::{ParkOptions, Parker};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
@@ -188,32 +189,13 @@ impl<'a> Runtime<'a> {
         }
         info!("idle CPUs (no vCPU placed): {}", super::cpus::format(&placement.idle_cpus()));
 
-        scx_utils::try_set_rlimit_infinity();
-        let builder = AkitaSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, akita_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+        let (mut skel, _kernel) = loader::open::<AkitaSkel>(open_object)?;
         let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
         rodata.initial_temperature = cfg.initial_temperature;
         rodata.park_after_ns = park.window_ns;
-        // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
-        let rt_from_tp = crate::rt_takeover::from_tracepoint();
-        rodata.evacuate_from_tp = rt_from_tp;
-        let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
-        rodata.tier_idle_cached = set_idle;
-        if !set_idle {
-            skel.struct_ops.akita_ops_mut().cgroup_set_idle = std::ptr::null_mut();
-            skel.progs.akita_cgroup_set_idle.set_autoload(false);
-        }
-        if rt_from_tp {
-            skel.struct_ops.akita_ops_mut().cpu_release = std::ptr::null_mut();
-            skel.progs.akita_cpu_release.set_autoload(false);
-        } else {
-            skel.progs.schedbe_sched_switch.set_autoload(false);
-        }
-        crate::rt_takeover::log_path(rt_from_tp);
         // Thaw what a previous run left parked before anything else changes.
         let parker = crate::park::start(park)?;
-        crate::verifier_stats::request(libbpf_rs::skel::OpenSkel::open_object_mut(&mut skel));
-        let skel = scx_ops_load!(skel, akita_ops, uei)?;
+        let skel = loader::load(skel)?;
 
         let mut rt = Self {
             skel,
@@ -241,9 +223,10 @@ impl<'a> Runtime<'a> {
         rt.sync_servers()?;
         rt.rescan().context("initial cgroup scan failed")?;
         // The socket before attaching: once sched_ext reports akita enabled,
-        // `schedbe akita add|remove|list` already reaches it (a test raced this).
+        // `schedbe akita add|remove|list` must already reach it, since a
+        // caller may wait for exactly that.
         rt.control = Some(control::listen(socket).context("cannot open the control socket")?);
-        rt.link = Some(scx_ops_attach!(rt.skel, akita_ops)?);
+        rt.link = Some(loader::attach(&mut rt.skel)?);
         info!("control socket: {} (schedbe akita add|remove|list)", socket.display());
         info!("akita policy enabled: {} VMs on CPUs {}", rt.vms.iter().flatten().count(), super::cpus::format(&rt.cfg.cpus));
         rt.unenforced.check();
@@ -623,7 +606,7 @@ impl<'a> Runtime<'a> {
         let mut next_stats = out.interval.map(|i| Instant::now() + i);
         let mut prev = self.snapshot();
         let mut rows = 0u64;
-        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+        while !shutdown.load(Ordering::Relaxed) && !loader::exited(&self.skel) {
             let now = Instant::now();
             if now >= next_rescan {
                 if let Err(e) = self.rescan() {
@@ -673,17 +656,16 @@ impl<'a> Runtime<'a> {
         if let Some(p) = self.parker.as_mut() {
             p.unpark_all("schedbe is exiting");
         }
-        let _ = self.link.take();
+        let exit = loader::detach(&self.skel, self.link.take());
         let _ = self.control.take();
-        uei_report!(&self.skel, uei)
+        exit
     }
 }
 
 /// `schedbe run --policy akita`: load, run until a signal, reload when the kernel asks.
 pub fn run_policy(cfg: &AkitaConfig, socket: &Path, park: &ParkOptions, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<i32> {
-    crate::lifecycle::run_until_stopped(&shutdown.clone(), || {
-        let mut open_object = MaybeUninit::uninit();
-        let mut rt = Runtime::init(cfg, socket, park, &mut open_object)?;
+    crate::lifecycle::run_until_stopped(&shutdown.clone(), |open_object| {
+        let mut rt = Runtime::init(cfg, socket, park, open_object)?;
         rt.run(shutdown.clone(), out)
     })
 }

@@ -126,7 +126,6 @@ impl Placement {
     }
 
     /// The CPU of each vCPU of an admitted VM.
-    #[allow(dead_code)] // the Akita daemon's; tests use it now
     pub fn vm_cpus(&self, name: &str) -> Option<&[u32]> {
         self.vms.get(name).map(Vec::as_slice)
     }
@@ -160,7 +159,6 @@ impl Placement {
 
     /// Remove an admitted VM's vCPUs; the others stay where they are.
     /// Returns the CPUs it occupied, or None if no such VM is placed.
-    #[allow(dead_code)] // the Akita daemon's; tests use it now
     pub fn remove_vm(&mut self, name: &str) -> Option<Vec<u32>> {
         let cpus = self.vms.remove(name)?;
         for slot in &mut self.slots {

@@ -108,7 +108,7 @@ pub fn plan(placement: &Placement, bases: &BTreeMap<String, (u32, u32)>) -> (BTr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::akita::placement::VmRequest;
+    use crate::policy::akita::placement::VmRequest;
 
     #[test]
     fn ids_are_contiguous_and_reused() {

@@ -1,6 +1,6 @@
 //! Sandbox discovery: the cgroups under a cgroup root whose path matches
 //! glob patterns (schedbe-cgroup's [`PathPatterns`], the same matcher as the
-//! BE rules), and what the agent reads from each. By default a sandbox is a
+//! BE rules). By default a sandbox is a
 //! kubelet pod cgroup, for both cgroup drivers and every QoS class, at the
 //! root or nested under another cgroup (the names are those of
 //! schedbe-bench's kubepods emulation and of kubelet). Only the outermost
@@ -10,11 +10,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use schedbe_cgroup::{Cgroup, PathPatterns};
 
-use super::files::Files;
-use super::psi::{self, Pressure};
 
 /// Every kubelet pod cgroup: cgroupfs then systemd driver; Guaranteed,
 /// Burstable, BestEffort; at the root, then nested.
@@ -87,40 +85,10 @@ pub fn select(all: &[Cgroup], pats: &PathPatterns) -> Vec<Sandbox> {
     out
 }
 
-/// What the agent reads from one sandbox.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
-    pub usage_us: u64,
-    /// cpu.max in CPUs, when limited.
-    pub limit_cpus: Option<f64>,
-    /// cpu.pressure, when the kernel has PSI for cgroups.
-    pub pressure: Option<Pressure>,
-}
-
-/// Read a sandbox's cpu.stat (required), cpu.max and cpu.pressure (optional).
-pub fn read(files: &mut Files, root: &Path, s: &Sandbox) -> Result<Reading> {
-    let dir = root.join(&s.cgroup.rel);
-    let stat = dir.join("cpu.stat");
-    let usage_us = psi::parse_cpu_stat_usage(&psi::read(files, &stat)?).with_context(|| stat.display().to_string())?;
-    let max = dir.join("cpu.max");
-    let limit_cpus = match files.read(&max) {
-        Ok(t) => schedbe_cgroup::parse_cpu_max(&t)
-            .with_context(|| format!("/{}/cpu.max", s.cgroup.rel))?
-            .map(|(quota_us, period_us)| quota_us as f64 / period_us as f64),
-        Err(_) => None,
-    };
-    let pf = dir.join("cpu.pressure");
-    let pressure = match files.read(&pf) {
-        Ok(t) => Some(psi::parse_pressure(&t).with_context(|| pf.display().to_string())?),
-        Err(_) => None,
-    };
-    Ok(Reading { usage_us, limit_cpus, pressure })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::testtree::TempTree;
+    use crate::testtree::TempTree;
     use schedbe_bench::kubepods::{container_path, pod_path, Driver, Qos};
 
     #[test]
@@ -142,14 +110,12 @@ mod tests {
     }
 
     #[test]
-    fn discover_and_read_a_fake_tree() {
+    fn discover_a_fake_tree() {
         let t = TempTree::new("discover");
         let (a, b) = ("aaaa-1", "bbbb-2");
         let pa = pod_path(Driver::Cgroupfs, Qos::Burstable, a);
         let pb = pod_path(Driver::Cgroupfs, Qos::BestEffort, b);
         t.write(&pa.join("cpu.stat"), "usage_usec 1500\nuser_usec 1000\n");
-        t.write(&pa.join("cpu.max"), "50000 100000\n");
-        t.write(&pa.join("cpu.pressure"), "some avg10=1.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n");
         t.write(&container_path(Driver::Cgroupfs, Qos::Burstable, a, "c1").join("cpu.stat"), "usage_usec 1\n");
         t.write(&pb.join("cpu.stat"), "usage_usec 7\n");
         t.write(Path::new("kubepods/burstable/cpu.stat"), "usage_usec 9\n");
@@ -157,21 +123,11 @@ mod tests {
         let rels: Vec<&str> = found.iter().map(|s| s.cgroup.rel.as_str()).collect();
         assert_eq!(rels, ["kubepods/besteffort/podbbbb-2", "kubepods/burstable/podaaaa-1"]);
         assert_eq!(found[1].pod, a);
-        let r = read(&mut Files::new(), t.root(), &found[1]).unwrap();
-        assert_eq!((r.usage_us, r.limit_cpus), (1500, Some(0.5)));
-        assert_eq!(r.pressure.unwrap().some.avg10, 1.0);
-        let r = read(&mut Files::new(), t.root(), &found[0]).unwrap();
-        assert_eq!((r.usage_us, r.limit_cpus, r.pressure), (7, None, None));
         // A pattern matching pods and their containers keeps the pods only.
         let wide = patterns(&["kubepods/burstable/pod*".to_string(), "kubepods/burstable/pod*/*".to_string()]).unwrap();
         let found = discover(t.root(), &wide).unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].cgroup.rel, "kubepods/burstable/podaaaa-1");
-        // A broken cpu.stat names the file.
-        t.write(&pb.join("cpu.stat"), "usage_usec many\n");
-        let s = discover(t.root(), &patterns(&[]).unwrap()).unwrap();
-        let e = format!("{:#}", read(&mut Files::new(), t.root(), &s[0]).unwrap_err());
-        assert!(e.contains("podbbbb-2/cpu.stat") && e.contains("not a number"), "{e}");
         assert!(patterns(&["a/[b".to_string()]).is_err());
     }
 }

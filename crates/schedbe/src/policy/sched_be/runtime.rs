@@ -12,17 +12,17 @@ use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
 use scx_stats::prelude::*;
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, Topology, UserExitInfo};
+use scx_utils::{Topology, UserExitInfo};
 
+use super::bpf::*;
+use super::config::Config;
+use super::flatten::{self, Node};
+use super::resv::Reservations;
+use super::stats::Metrics;
 use crate::bpf_intf;
-use crate::bpf_skel::*;
-use crate::config::Config;
 use crate::cpumax::{BwMaps, CpuMax};
-use crate::flatten::{self, Node};
-use crate::resv::Reservations;
-use crate::rt_takeover;
+use crate::loader;
 use crate::park::{self, Parker};
-use crate::stats::Metrics;
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
 
 /// Every how many rescans stale cgrp_load entries are removed.
@@ -68,12 +68,9 @@ pub struct Scheduler<'a> {
 impl<'a> Scheduler<'a> {
     pub fn init(cfg: &Config, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let rules = cfg.rules()?;
-        scx_utils::try_set_rlimit_infinity();
         let topo = Topology::new().context("cannot read the CPU topology")?;
 
-        let builder = BpfSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, schedbe_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
-
+        let (mut skel, kernel) = loader::open::<BpfSkel>(open_object)?;
         let rodata = skel.maps.rodata_data.as_mut().context("BPF rodata missing")?;
         rodata.lc_slice_ns = cfg.lc_slice_us * 1000;
         rodata.lc_preempt_gran_ns = cfg.lc_preempt_us * 1000; // 0: LC never preempts LC
@@ -85,7 +82,7 @@ impl<'a> Scheduler<'a> {
         rodata.park_after_ns = cfg.park_options().window_ns;
         // LC load reaches the cgroup counters in batches of 1/32 of the interval flatten() reads them at.
         rodata.lcw_flush_ns = (cfg.flatten_ms * 1_000_000 / 32).clamp(1_000_000, 8_000_000);
-        let conc_mode = cfg.limit_mode == crate::config::LimitMode::Concurrency;
+        let conc_mode = cfg.limit_mode == super::config::LimitMode::Concurrency;
         rodata.bw_conc_mode = conc_mode;
         // LLC ids may be sparse; number them densely for the DSQ ids.
         let llc_index: HashMap<usize, u32> =
@@ -102,23 +99,17 @@ impl<'a> Scheduler<'a> {
         }
         info!("{} CPUs, {} LLC queue pairs", topo.all_cpus.len(), nr_llcs);
 
-        // Evacuating a CPU that an RT/DL task takes (rt_takeover.rs): exactly one path is loaded.
-        let rt_paths = rt_takeover::probe();
-        let from_tp = rt_paths.from_tracepoint;
-        rodata.evacuate_from_tp = from_tp;
-        if from_tp {
-            skel.struct_ops.schedbe_ops_mut().cpu_release = std::ptr::null_mut();
-            skel.progs.schedbe_cpu_release.set_autoload(false);
-            // the RT CPU's own tick, for a task lazy evacuation left behind (off by default: "?" sections)
-            let class_tick = rt_paths.strand_on_class_tick;
+        // Lazy evacuation's backstop on the RT CPU (rt_takeover.bpf.h), with
+        // the tracepoint path only: the RT CPU's own tick where the kernel's
+        // BTF has the RT/DL classes' tick functions, else every timer expiry
+        // (off by default: "?" sections).
+        if kernel.rt.from_tracepoint {
+            let class_tick = kernel.rt.strand_on_class_tick;
             skel.progs.schedbe_rt_strand_rt.set_autoload(class_tick);
             skel.progs.schedbe_rt_strand_dl.set_autoload(class_tick);
             skel.progs.schedbe_rt_strand_tick.set_autoload(!class_tick);
             info!("RT strand backstop at {}", if class_tick { "the RT/DL classes' tick" } else { "every timer expiry" });
-        } else {
-            skel.progs.schedbe_sched_switch.set_autoload(false);
         }
-        rt_takeover::log_path(from_tp);
 
         // Concurrency mode gives a task's tokens back at the sched_switch
         // tracepoint (cpumax_conc.bpf.h); without that mode nothing holds tokens.
@@ -130,27 +121,10 @@ impl<'a> Scheduler<'a> {
             skel.progs.schedbe_quiescent.set_autoload(false);
         }
 
-        // cpu.max writes reach the BPF side at once through
-        // ops.cgroup_set_bandwidth (v6.17+); before, the periodic rescan does.
-        let set_bw = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth").unwrap_or(false);
-        if !set_bw {
-            skel.struct_ops.schedbe_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
-            skel.progs.schedbe_cgroup_set_bandwidth.set_autoload(false);
-        }
         info!(
             "cpu.max enforced by schedbe; changes apply {}",
-            if set_bw { "when written (ops.cgroup_set_bandwidth)" } else { "at the next cgroup rescan" }
+            if kernel.set_bandwidth { "when written (ops.cgroup_set_bandwidth)" } else { "at the next cgroup rescan" }
         );
-
-        // cpu.idle writes reach the BPF side through ops.cgroup_set_idle
-        // (v6.19+), so the cpu.idle part of a task's tier can be remembered
-        // (tier_cache.bpf.h); before, it is walked at every decision.
-        let set_idle = scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_idle").unwrap_or(false);
-        skel.maps.rodata_data.as_mut().context("BPF rodata missing")?.tier_idle_cached = set_idle;
-        if !set_idle {
-            skel.struct_ops.schedbe_ops_mut().cgroup_set_idle = std::ptr::null_mut();
-            skel.progs.schedbe_cgroup_set_idle.set_autoload(false);
-        }
 
         // Queued wakeups (v6.15+; EEVDF's TTWU_QUEUE): a wakeup onto another CPU
         // that is idle hands the task's enqueue to that CPU (an IPI, or nothing
@@ -163,8 +137,7 @@ impl<'a> Scheduler<'a> {
         // Thaw what a previous run left parked before anything else changes.
         let parker = park::start(&cfg.park_options())?;
 
-        crate::verifier_stats::request(libbpf_rs::skel::OpenSkel::open_object_mut(&mut skel));
-        let skel = scx_ops_load!(skel, schedbe_ops, uei)?;
+        let skel = loader::load(skel)?;
 
         let mut sched = Self {
             struct_ops: None,
@@ -182,7 +155,7 @@ impl<'a> Scheduler<'a> {
             parker,
             last_flatten: Instant::now(),
             rescans: 0,
-            poll_cpu_max: !set_bw,
+            poll_cpu_max: !kernel.set_bandwidth,
             started: Instant::now(),
             nr_cpus: topo.all_cpus.len() as u64,
             skel,
@@ -190,7 +163,7 @@ impl<'a> Scheduler<'a> {
         // Fill the BE cgroup map before attaching, so tasks are classified
         // correctly from the first scheduling decision.
         sched.rescan(true).context("initial cgroup scan failed")?;
-        sched.struct_ops = Some(scx_ops_attach!(sched.skel, schedbe_ops)?);
+        sched.struct_ops = Some(loader::attach(&mut sched.skel)?);
         info!("scheduler enabled (BE patterns: {})", sched.rules.patterns().join(", "));
         Ok(sched)
     }
@@ -311,7 +284,7 @@ impl<'a> Scheduler<'a> {
 
         // One batched read of the map (the kernel walks its 16384 buckets),
         // not a lookup syscall per cgroup: on a node of 1000 pods' cgroups
-        // that was 4000 syscalls a second.
+        // that would be 4000 syscalls a second.
         let load_now: HashMap<u64, u64> = self
             .skel
             .maps
@@ -464,13 +437,9 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    fn exited(&mut self) -> bool {
-        uei_exited!(&self.skel, uei)
-    }
-
     /// Run until `shutdown` or until the kernel ejects the scheduler.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<UserExitInfo> {
-        let server = StatsServer::new(crate::stats::server_data()).launch();
+        let server = StatsServer::new(super::stats::server_data()).launch();
         let chans = match &server {
             Ok(s) => Some(s.channels()),
             Err(e) => {
@@ -488,7 +457,7 @@ impl<'a> Scheduler<'a> {
         let mut prev = self.metrics()?;
         let mut rows = 0u64;
 
-        while !shutdown.load(Ordering::Relaxed) && !self.exited() {
+        while !shutdown.load(Ordering::Relaxed) && !loader::exited(&self.skel) {
             let now = Instant::now();
             // A cpu.max written on a cgroup created since the last rescan.
             let due = now >= next_rescan;
@@ -551,9 +520,16 @@ impl<'a> Scheduler<'a> {
         if let Some(p) = self.parker.as_mut() {
             p.unpark_all("schedbe is exiting");
         }
-        let _ = self.struct_ops.take();
-        uei_report!(&self.skel, uei)
+        loader::detach(&self.skel, self.struct_ops.take())
     }
+}
+
+/// `schedbe run --policy sched-be`: load, run until a signal, reload when the kernel asks.
+pub fn run_policy(cfg: &Config, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<i32> {
+    crate::lifecycle::run_until_stopped(&shutdown.clone(), |open_object| {
+        let mut s = Scheduler::init(cfg, open_object)?;
+        s.run(shutdown.clone(), out)
+    })
 }
 
 /// The next deadline of a periodic job that was due at `due`: one period
