@@ -169,12 +169,14 @@ def test_thaw_corrupt_state_file(tmp_path):
     assert r.returncode != 0 and len(lines) == 1 and "corrupt" in lines[0], r
 
 
-# --policy akita and llf: argv (after `schedbe`) -> what the error line must name.
+# The policies' options, as subcommands (`run akita`, `run llf`) and in the flag
+# form of earlier versions (`run --policy X`): argv (after `schedbe`) -> what the
+# error line must name. clap refuses an option of another policy.
 AKITA_VMS = 'cpus = "0"\ninitial_temperature = 5\n[[vm]]\nname = "a"\ncgroup = "a"\ncriticality = "LO"\ntype = 2\nvcpus = 1\n'
 BAD_AKITA = {
     "no-vms": (["run", "--policy", "akita"], "--vms"),
     "sched-be-flag": (["run", "--policy", "akita", "--vms", "{vms}", "--lc-slice-us", "5"], "--lc-slice-us"),
-    "vms-without-policy": (["run", "--vms", "{vms}"], "--policy akita"),
+    "vms-without-policy": (["run", "--vms", "{vms}"], "schedbe run akita"),
     "bad-file": (["run", "--policy", "akita", "--vms", "{bad}"], "c_opt_ms"),
     "missing-file": (["run", "--policy", "akita", "--vms", "/nonexistent/vms.toml"], "/nonexistent/vms.toml"),
     "no-daemon": (["akita", "list", "--socket", "/nonexistent/akita.sock"], "no Akita daemon"),
@@ -185,7 +187,14 @@ BAD_AKITA = {
     "llf-bad-park": (["run", "--policy", "llf", "--unpark-after-ms", "5"], "unpark_after_ms"),
     "akita-bad-park": (["run", "--policy", "akita", "--vms", "{vms}", "--park-after-ms", "50"], "park_after_ms"),
     "llf-half-life": (["run", "--policy", "llf", "--load-half-life-s", "0"], "load-half-life-s"),
-    "sandbox-without-llf": (["run", "--sandbox", "x/*"], "--policy llf"),
+    "sandbox-without-llf": (["run", "--sandbox", "x/*"], "schedbe run llf"),
+    "sub-no-vms": (["run", "akita"], "--vms"),
+    "sub-sched-be-flag": (["run", "akita", "--vms", "{vms}", "--lc-slice-us", "5"], "--lc-slice-us"),
+    "sub-llf-vms": (["run", "llf", "--vms", "{vms}"], "schedbe run akita"),
+    "sub-llf-sched-be-flag": (["run", "llf", "--be-cgroup", "x"], "--be-cgroup"),
+    "sub-after-sched-be-flag": (["run", "--lc-slice-us", "5", "llf"], "right after `run`"),
+    "sub-bad-park": (["run", "llf", "--park-after-ms", "50"], "park_after_ms"),
+    "unknown-policy": (["run", "--policy", "eevdf"], "possible values"),
 }
 
 
@@ -199,3 +208,4 @@ def test_akita_bad_input(kind):
     argv = [a.format(vms=vms, bad=bad) for a in argv]
     line = run_bad([tl.SCHEDBE, *argv])
     assert names in line, f"error line does not name {names}: {line}"
+

@@ -139,7 +139,7 @@ pub fn call(path: &Path, req: &Request) -> Result<Reply> {
             anyhow::anyhow!("permission denied on {}: only root may change Akita's VMs", path.display())
         }
         std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-            anyhow::anyhow!("no Akita daemon at {} (is `schedbe run --policy akita` running?)", path.display())
+            anyhow::anyhow!("no Akita daemon at {} (is `schedbe run akita` running?)", path.display())
         }
         _ => anyhow::anyhow!("cannot connect to {}: {e}", path.display()),
     })?;
