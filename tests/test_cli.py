@@ -8,6 +8,7 @@ and enable count where sched_ext exists, the top-level cgroups).
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -209,3 +210,12 @@ def test_akita_bad_input(kind):
     line = run_bad([tl.SCHEDBE, *argv])
     assert names in line, f"error line does not name {names}: {line}"
 
+
+def test_stats_without_scheduler():
+    """`schedbe stats` with no schedbe running says so within 2 s and exits
+    non-zero (where sched_ext exists, nothing is loaded between tests)."""
+    t0 = time.monotonic()
+    line = run_bad([tl.SCHEDBE, "stats"])
+    dt = time.monotonic() - t0
+    assert dt < 2, f"schedbe stats took {dt:.1f} s to fail"
+    assert "no schedbe stats server at /var/run/scx/root/stats (is schedbe run running?" in line, line

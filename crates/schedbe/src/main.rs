@@ -11,7 +11,8 @@
 //! - `resv`: reservations: entitlement slots (a cgroup within its claim
 //!   preempts one above its fair share)
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
-//! - `stats`: live statistics (scx_stats)
+//! - `stats`: SCHED_BE's live statistics; `stats_server`: the scx_stats server
+//!   every policy runs; `stats_client`: `schedbe stats`, for whichever policy runs
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //!   (every policy)
 //! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes (every policy)
@@ -44,6 +45,8 @@ mod resv;
 mod rt_takeover;
 mod sched;
 mod stats;
+mod stats_client;
+mod stats_server;
 mod verifier_stats;
 mod vm;
 
@@ -123,6 +126,9 @@ struct StatsArgs {
     /// Interval in seconds
     #[arg(long, default_value_t = 1.0)]
     interval: f64,
+    /// Print each reading as the JSON object the stats server sent
+    #[arg(long)]
+    json: bool,
 }
 
 fn init_log(verbose: bool) {
@@ -287,7 +293,7 @@ fn real_main() -> Result<i32> {
         }
         Cmd::Stats(a) => {
             let intv = duration_arg("interval", a.interval)?;
-            stats::monitor(intv, shutdown_flag()?)?;
+            stats_client::monitor(intv, a.json, shutdown_flag()?)?;
             Ok(0)
         }
         Cmd::Thaw(a) => {

@@ -9,3 +9,4 @@
 
 mod bpf;
 pub mod runtime;
+pub mod stats;
