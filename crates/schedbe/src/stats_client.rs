@@ -36,7 +36,7 @@ fn connect() -> Result<StatsClient> {
     connect_at(Path::new(SOCKET))
 }
 
-pub(crate) fn connect_at(path: &Path) -> Result<StatsClient> {
+fn connect_at(path: &Path) -> Result<StatsClient> {
     let ms = TIMEOUT.as_millis() as u64;
     StatsClient::new().set_path(path).connect(Some(ms)).map_err(|e| {
         let at = path.display();
@@ -52,7 +52,7 @@ fn policy(c: &mut StatsClient) -> Result<String> {
     policy_at(c, Path::new(SOCKET))
 }
 
-pub(crate) fn policy_at(c: &mut StatsClient, path: &Path) -> Result<String> {
+fn policy_at(c: &mut StatsClient, path: &Path) -> Result<String> {
     let at = path.display();
     let metas: BTreeMap<String, StatsMeta> =
         c.request("stats_meta", vec![]).with_context(|| format!("no schedbe stats server at {at}: it does not answer"))?;
@@ -128,4 +128,51 @@ pub fn monitor(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<
         std::thread::sleep(intv);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Metrics;
+    use crate::stats_server::Server;
+
+    /// A client reads deltas of the policy's cumulative samples, through the
+    /// loop's `wait`, and sees the policy and the socket's mode.
+    #[test]
+    fn serves_deltas_root_only() {
+        let dir = std::env::temp_dir().join(format!("schedbe-stats-test-{}", std::process::id()));
+        let path = dir.join("stats");
+        let server = Server::launch_at(crate::stats::server_data(), &path);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let client = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut c = connect_at(&path).unwrap();
+                let policy = policy_at(&mut c, &path).unwrap();
+                let a: Metrics = c.request("stats", vec![]).unwrap();
+                let b: Metrics = c.request("stats", vec![]).unwrap();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                (policy, a, b)
+            })
+        };
+        let mut n = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            server
+                .wait(Duration::from_millis(50), || {
+                    n += 1;
+                    Ok(Metrics { interval_ms: 1000.0 * n as f64, nr_cpus: 2, lc_ms: 100.0 * n as f64 * n as f64, ..Default::default() })
+                })
+                .unwrap();
+        }
+        let (policy, _, b) = client.join().unwrap();
+        assert_eq!(policy, "sched-be");
+        // sample 3 less sample 2 (1 opened the target, 2 answered the first read)
+        assert_eq!((b.interval_ms, b.lc_ms), (1000.0, 500.0));
+        drop(server);
+        assert!(!path.exists(), "the socket outlives the server");
+        assert!(connect_at(&path).is_err());
+        let _ = std::fs::remove_dir(&dir);
+    }
 }

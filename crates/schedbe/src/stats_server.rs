@@ -58,7 +58,7 @@ impl<S: Send + 'static> Server<S> {
         Self::launch_at(data, Path::new(SOCKET))
     }
 
-    fn launch_at(data: StatsServerData<(), S>, path: &Path) -> Self {
+    pub(crate) fn launch_at(data: StatsServerData<(), S>, path: &Path) -> Self {
         // SAFETY: umask only sets this process's file-creation mask; it is
         // restored right after, and the other threads create no files meanwhile.
         let old = unsafe { libc::umask(0o077) };
@@ -105,51 +105,5 @@ impl<S: Send + 'static> Drop for Server<S> {
             drop(server);
             let _ = std::fs::remove_file(&self.path);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::stats::Metrics;
-
-    /// A client reads deltas of the policy's cumulative samples, through the
-    /// loop's `wait`, and sees the policy and the socket's mode.
-    #[test]
-    fn serves_deltas_root_only() {
-        let dir = std::env::temp_dir().join(format!("schedbe-stats-test-{}", std::process::id()));
-        let path = dir.join("stats");
-        let server = Server::launch_at(crate::stats::server_data(), &path);
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let client = {
-            let (path, stop) = (path.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut c = crate::stats_client::connect_at(&path).unwrap();
-                let policy = crate::stats_client::policy_at(&mut c, &path).unwrap();
-                let a: Metrics = c.request("stats", vec![]).unwrap();
-                let b: Metrics = c.request("stats", vec![]).unwrap();
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                (policy, a, b)
-            })
-        };
-        let mut n = 0u64;
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            server
-                .wait(Duration::from_millis(50), || {
-                    n += 1;
-                    Ok(Metrics { interval_ms: 1000.0 * n as f64, nr_cpus: 2, lc_ms: 100.0 * n as f64 * n as f64, ..Default::default() })
-                })
-                .unwrap();
-        }
-        let (policy, _, b) = client.join().unwrap();
-        assert_eq!(policy, "sched-be");
-        // sample 3 less sample 2 (1 opened the target, 2 answered the first read)
-        assert_eq!((b.interval_ms, b.lc_ms), (1000.0, 500.0));
-        drop(server);
-        assert!(!path.exists(), "the socket outlives the server");
-        assert!(crate::stats_client::connect_at(&path).is_err());
-        let _ = std::fs::remove_dir(&dir);
     }
 }
