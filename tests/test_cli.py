@@ -8,6 +8,7 @@ and enable count where sched_ext exists, the top-level cgroups).
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -190,12 +191,14 @@ def test_thaw_corrupt_state_file(tmp_path):
     assert r.returncode != 0 and len(lines) == 1 and "corrupt" in lines[0], r
 
 
-# --policy akita and llf: argv (after `schedbe`) -> what the error line must name.
+# The policies' options, as subcommands (`run akita`, `run llf`) and in the flag
+# form of earlier versions (`run --policy X`): argv (after `schedbe`) -> what the
+# error line must name. clap refuses an option of another policy.
 AKITA_VMS = 'cpus = "0"\ninitial_temperature = 5\n[[vm]]\nname = "a"\ncgroup = "a"\ncriticality = "LO"\ntype = 2\nvcpus = 1\n'
 BAD_AKITA = {
     "no-vms": (["run", "--policy", "akita"], "--vms"),
     "sched-be-flag": (["run", "--policy", "akita", "--vms", "{vms}", "--lc-slice-us", "5"], "--lc-slice-us"),
-    "vms-without-policy": (["run", "--vms", "{vms}"], "--policy akita"),
+    "vms-without-policy": (["run", "--vms", "{vms}"], "schedbe run akita"),
     "bad-file": (["run", "--policy", "akita", "--vms", "{bad}"], "c_opt_ms"),
     "missing-file": (["run", "--policy", "akita", "--vms", "/nonexistent/vms.toml"], "/nonexistent/vms.toml"),
     "no-daemon": (["akita", "list", "--socket", "/nonexistent/akita.sock"], "no Akita daemon"),
@@ -206,7 +209,14 @@ BAD_AKITA = {
     "llf-bad-park": (["run", "--policy", "llf", "--unpark-after-ms", "5"], "unpark_after_ms"),
     "akita-bad-park": (["run", "--policy", "akita", "--vms", "{vms}", "--park-after-ms", "50"], "park_after_ms"),
     "llf-half-life": (["run", "--policy", "llf", "--load-half-life-s", "0"], "load-half-life-s"),
-    "sandbox-without-llf": (["run", "--sandbox", "x/*"], "--policy llf"),
+    "sandbox-without-llf": (["run", "--sandbox", "x/*"], "schedbe run llf"),
+    "sub-no-vms": (["run", "akita"], "--vms"),
+    "sub-sched-be-flag": (["run", "akita", "--vms", "{vms}", "--lc-slice-us", "5"], "--lc-slice-us"),
+    "sub-llf-vms": (["run", "llf", "--vms", "{vms}"], "schedbe run akita"),
+    "sub-llf-sched-be-flag": (["run", "llf", "--be-cgroup", "x"], "--be-cgroup"),
+    "sub-after-sched-be-flag": (["run", "--lc-slice-us", "5", "llf"], "right after `run`"),
+    "sub-bad-park": (["run", "llf", "--park-after-ms", "50"], "park_after_ms"),
+    "unknown-policy": (["run", "--policy", "eevdf"], "possible values"),
 }
 
 
@@ -220,3 +230,13 @@ def test_akita_bad_input(kind):
     argv = [a.format(vms=vms, bad=bad) for a in argv]
     line = run_bad([tl.SCHEDBE, *argv])
     assert names in line, f"error line does not name {names}: {line}"
+
+
+def test_stats_without_scheduler():
+    """`schedbe stats` with no schedbe running says so within 2 s and exits
+    non-zero (where sched_ext exists, nothing is loaded between tests)."""
+    t0 = time.monotonic()
+    line = run_bad([tl.SCHEDBE, "stats"])
+    dt = time.monotonic() - t0
+    assert dt < 2, f"schedbe stats took {dt:.1f} s to fail"
+    assert "no schedbe stats server at /var/run/scx/root/stats (is schedbe run running?" in line, line

@@ -8,10 +8,13 @@
 //! What every policy shares:
 //! - `loader`: open, probe the kernel, choose the RT/DL path, load, attach
 //! - `lifecycle`: run until stopped, reload on the kernel's request
+//! - `cli`: `schedbe run`'s options, per policy (clap refuses another policy's flag)
 //! - `preflight`: whether the machine can run a policy at all
 //! - `be_sync`: BE path patterns -> a policy's be_cgroups map
 //! - `cgrp_watch`: when a rescan reads the cgroup files again
 //! - `cpumax`: cpu.max enforced by schedbe: slots, limits, cpu.stat-like counters
+//! - `stats_server`: the scx_stats server every policy runs; `stats_client`:
+//!   `schedbe stats`, for whichever policy runs
 //! - `park`: parking starved BE cgroups (freezer), the state file, the guardian
 //! - `rt_takeover`: which path evacuates a CPU an RT/DL task takes
 //! - `verifier_stats`: the BPF verifier's statistics on request
@@ -30,6 +33,7 @@ mod agent;
 mod be_sync;
 mod bpf_intf;
 mod cgrp_watch;
+mod cli;
 mod cpumax;
 mod exec;
 mod lifecycle;
@@ -39,6 +43,8 @@ mod policy;
 mod preflight;
 mod rt_takeover;
 mod sandbox;
+mod stats_client;
+mod stats_server;
 #[cfg(test)]
 mod testtree;
 mod verifier_stats;
@@ -53,8 +59,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use policy::sched_be::config::{self, Config};
-use policy::sched_be::stats;
+use cli::{CommonArgs, PolicyCmd, RunArgs, SchedBeArgs};
+use policy::sched_be::config::Config;
 use policy::{akita, llf, sched_be};
 
 #[derive(Parser, Debug)]
@@ -101,85 +107,6 @@ enum Cmd {
     },
 }
 
-/// The scheduling policies `schedbe run` offers.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Policy {
-    /// SCHED_BE: a global weighted-fair LC tier, BE strictly below (docs/design.md)
-    SchedBe,
-    /// Akita: mixed-criticality VMs with budgets and EDF-VD, from --vms (docs/akita.md)
-    Akita,
-    /// Least-loaded-first among sandboxes (--sandbox patterns) for dense serverless nodes (docs/serverless.md)
-    Llf,
-}
-
-#[derive(Args, Debug)]
-struct RunArgs {
-    /// The scheduling policy
-    #[arg(long, value_enum, default_value = "sched-be")]
-    policy: Policy,
-    /// Akita: the VM file (vms.toml, docs/akita.md); required with --policy akita
-    #[arg(long, value_name = "FILE")]
-    vms: Option<PathBuf>,
-    /// LLF: a sandbox cgroup path pattern, glob relative to /sys/fs/cgroup (repeatable) [default: each kubelet pod]
-    #[arg(long = "sandbox", value_name = "PATTERN")]
-    sandboxes: Vec<String>,
-    /// LLF: half-life of a sandbox's decaying load, in seconds (4 half-lives leave a burst 6%) [default 1]
-    #[arg(long, value_name = "SECS")]
-    load_half_life_s: Option<f64>,
-    /// TOML config file (see docs/design.md); flags override it
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Extra BE cgroup path pattern, glob relative to /sys/fs/cgroup (repeatable)
-    #[arg(long = "be-cgroup")]
-    be_cgroups: Vec<String>,
-    /// Do not treat kubelet BestEffort cgroups as BE by default
-    #[arg(long)]
-    no_default_be_cgroups: bool,
-    /// LC time slice in µs [default 5000]
-    #[arg(long)]
-    lc_slice_us: Option<u64>,
-    /// LC wakeup preemption: a woken LC task this far (µs of virtual time) behind the LC task on a busy CPU preempts it; 0 turns it off [default 400]
-    #[arg(long)]
-    lc_preempt_us: Option<u64>,
-    /// Turn reservations off: a cgroup below its cpu.weight entitlement then waits for virtual time like any other (docs/design.md)
-    #[arg(long)]
-    no_reservations: bool,
-    /// BE time slice in µs (LC preempts BE whenever it needs the CPU, so this can be long) [default 20000]
-    #[arg(long)]
-    be_slice_us: Option<u64>,
-    /// A BE task waiting longer than this gets one guard slice (keeps the watchdog away)
-    #[arg(long)]
-    starvation_limit_ms: Option<u64>,
-    /// Length in µs of the guard slice a starved BE task gets [default 2000]
-    #[arg(long)]
-    guard_slice_us: Option<u64>,
-    /// Never park (freeze) starved BE cgroups; only the starvation guard serves them
-    #[arg(long)]
-    no_park: bool,
-    /// Park a BE cgroup once one of its tasks was runnable this long with less than 1/32 of it on a CPU, and the cgroup then gets less than 1/32 of a CPU for half as long again [default 3000]
-    #[arg(long)]
-    park_after_ms: Option<u64>,
-    /// Thaw parked cgroups once LC has left idle capacity this long
-    #[arg(long)]
-    unpark_after_ms: Option<u64>,
-    /// State file recording parked cgroups
-    #[arg(long)]
-    state_file: Option<String>,
-    /// How cpu.max is enforced: quota (the kernel's semantics) or concurrency
-    /// (also at most ceil(quota/period) CPUs at once, the paper's reading) [default quota]
-    #[arg(long, value_enum)]
-    limit_mode: Option<config::LimitMode>,
-    /// Print stats every SECS seconds
-    #[arg(long, value_name = "SECS")]
-    stats: Option<f64>,
-    /// Print stats as one JSON object per line
-    #[arg(long)]
-    json: bool,
-    /// More log output
-    #[arg(short, long)]
-    verbose: bool,
-}
-
 #[derive(Args, Debug)]
 struct ExecArgs {
     /// Run CMD in the BE tier (required: the only tier exec offers)
@@ -202,6 +129,9 @@ struct StatsArgs {
     /// Interval in seconds
     #[arg(long, default_value_t = 1.0)]
     interval: f64,
+    /// Print each reading as the JSON object the stats server sent
+    #[arg(long)]
+    json: bool,
 }
 
 fn init_log(verbose: bool) {
@@ -222,7 +152,7 @@ fn duration_arg(name: &str, secs: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn build_config(a: &RunArgs) -> Result<Config> {
+fn build_config(a: &SchedBeArgs, common: &CommonArgs) -> Result<Config> {
     let mut cfg = match &a.config {
         Some(p) => Config::load(p)?,
         None => Config::default(),
@@ -249,7 +179,7 @@ fn build_config(a: &RunArgs) -> Result<Config> {
     if let Some(v) = a.guard_slice_us {
         cfg.guard_slice_us = v;
     }
-    apply_park_flags(&mut cfg, a);
+    apply_park_flags(&mut cfg, common);
     if let Some(v) = a.limit_mode {
         cfg.limit_mode = v;
     }
@@ -258,7 +188,7 @@ fn build_config(a: &RunArgs) -> Result<Config> {
 }
 
 /// The parking flags, which every policy takes.
-fn apply_park_flags(cfg: &mut Config, a: &RunArgs) {
+fn apply_park_flags(cfg: &mut Config, a: &CommonArgs) {
     if a.no_park {
         cfg.park = false;
     }
@@ -275,7 +205,7 @@ fn apply_park_flags(cfg: &mut Config, a: &RunArgs) {
 
 /// Parking for the policies other than sched-be (Akita, LLF): BE below them
 /// is parked as under sched-be, with the same flags and defaults.
-fn park_options(a: &RunArgs) -> Result<park::ParkOptions> {
+fn park_options(a: &CommonArgs) -> Result<park::ParkOptions> {
     let mut cfg = Config::default();
     apply_park_flags(&mut cfg, a);
     cfg.validate_park()?;
@@ -289,89 +219,49 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-/// The SCHED_BE options given on the command line, which no other policy
-/// takes (every policy takes parking's).
-fn sched_be_flags(a: &RunArgs) -> Vec<&'static str> {
-    let set = [
-        ("--config", a.config.is_some()),
-        ("--be-cgroup", !a.be_cgroups.is_empty()),
-        ("--no-default-be-cgroups", a.no_default_be_cgroups),
-        ("--lc-slice-us", a.lc_slice_us.is_some()),
-        ("--lc-preempt-us", a.lc_preempt_us.is_some()),
-        ("--no-reservations", a.no_reservations),
-        ("--be-slice-us", a.be_slice_us.is_some()),
-        ("--starvation-limit-ms", a.starvation_limit_ms.is_some()),
-        ("--guard-slice-us", a.guard_slice_us.is_some()),
-        ("--limit-mode", a.limit_mode.is_some()),
-    ];
-    set.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect()
-}
-
-fn cmd_run_akita(a: RunArgs) -> Result<i32> {
-    let given = sched_be_flags(&a);
-    if !given.is_empty() {
-        let verb = if given.len() == 1 { "applies" } else { "apply" };
-        bail!("{} {verb} to --policy sched-be only, not to --policy akita", given.join(", "));
-    }
-    if !a.sandboxes.is_empty() || a.load_half_life_s.is_some() {
-        bail!("--sandbox and --load-half-life-s apply to --policy llf only");
-    }
-    let Some(file) = &a.vms else {
-        bail!("--policy akita needs --vms FILE (the VM file, docs/akita.md)");
-    };
-    let cfg = akita::config::AkitaConfig::load(file)?;
-    let park = park_options(&a)?;
-    let out = akita::runtime::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
+fn cmd_run_akita(a: &cli::AkitaArgs, common: &CommonArgs) -> Result<i32> {
+    let cfg = akita::config::AkitaConfig::load(&a.vms)?;
+    let park = park_options(common)?;
+    let out = akita::runtime::StatsOut { interval: common.stats.map(|s| duration_arg("stats", s)).transpose()?, json: common.json };
     preflight::check_run()?;
-    init_log(a.verbose);
+    init_log(common.verbose);
     let _guardian = if park.settings.is_some() { Some(park::spawn_guardian(&park.state_file)?) } else { None };
     let socket = std::path::Path::new(akita::control::DEFAULT_SOCKET);
     akita::runtime::run_policy(&cfg, socket, &park, shutdown_flag()?, out)
 }
 
-fn cmd_run_llf(a: RunArgs) -> Result<i32> {
-    let given = sched_be_flags(&a);
-    if !given.is_empty() {
-        let verb = if given.len() == 1 { "applies" } else { "apply" };
-        bail!("{} {verb} to --policy sched-be only, not to --policy llf", given.join(", "));
-    }
-    if a.vms.is_some() {
-        bail!("--vms applies to --policy akita only");
-    }
+fn cmd_run_llf(a: &cli::LlfArgs, common: &CommonArgs) -> Result<i32> {
     let half_life = duration_arg("load-half-life-s", a.load_half_life_s.unwrap_or(1.0))?;
-    let park = park_options(&a)?;
+    let park = park_options(common)?;
     // the patterns are checked before anything is loaded
     sandbox::discover::patterns(&a.sandboxes)?;
     let opts = llf::runtime::LlfOptions {
         patterns: a.sandboxes.clone(),
         half_life,
-        stats: a.stats.map(|s| duration_arg("stats", s)).transpose()?,
-        json: a.json,
+        stats: common.stats.map(|s| duration_arg("stats", s)).transpose()?,
+        json: common.json,
         park,
     };
     preflight::check_run()?;
-    init_log(a.verbose);
+    init_log(common.verbose);
     let _guardian = if opts.park.settings.is_some() { Some(park::spawn_guardian(&opts.park.state_file)?) } else { None };
     llf::runtime::run_policy(&opts, shutdown_flag()?)
 }
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
-    match a.policy {
-        Policy::Akita => return cmd_run_akita(a),
-        Policy::Llf => return cmd_run_llf(a),
-        Policy::SchedBe => {}
+    if let Some(p) = a.unknown_policy {
+        bail!("--policy {p:?}: the policy is a subcommand now (schedbe run akita, schedbe run llf)");
     }
-    if a.vms.is_some() {
-        bail!("--vms applies to --policy akita only");
-    }
-    if !a.sandboxes.is_empty() || a.load_half_life_s.is_some() {
-        bail!("--sandbox and --load-half-life-s apply to --policy llf only");
+    match &a.policy {
+        Some(PolicyCmd::Akita(p)) => return cmd_run_akita(p, &a.common),
+        Some(PolicyCmd::Llf(p)) => return cmd_run_llf(p, &a.common),
+        None => {}
     }
     // Everything that can be checked without touching the system comes first.
-    let cfg = build_config(&a)?;
-    let out = sched_be::runtime::StatsOut { interval: a.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.json };
+    let cfg = build_config(&a.sched_be, &a.common)?;
+    let out = sched_be::runtime::StatsOut { interval: a.common.stats.map(|s| duration_arg("stats", s)).transpose()?, json: a.common.json };
     preflight::check_run()?;
-    init_log(a.verbose);
+    init_log(a.common.verbose);
     // The guardian first: before the scheduler is loaded, and before the
     // signal-handler thread exists.
     let _guardian = if cfg.park { Some(park::spawn_guardian(std::path::Path::new(&cfg.state_file))?) } else { None };
@@ -380,7 +270,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
 }
 
 fn real_main() -> Result<i32> {
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse();
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Exec(a) => {
@@ -400,7 +290,7 @@ fn real_main() -> Result<i32> {
         }
         Cmd::Stats(a) => {
             let intv = duration_arg("interval", a.interval)?;
-            stats::monitor(intv, shutdown_flag()?)?;
+            stats_client::monitor(intv, a.json, shutdown_flag()?)?;
             Ok(0)
         }
         Cmd::Thaw(a) => {

@@ -298,7 +298,7 @@ fn usable_cpus(dir: &Path) -> (Vec<usize>, usize) {
 }
 
 /// Counters for the stats.
-#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, scx_stats_derive::Stats)]
 pub struct ParkCounts {
     pub parked_cgroups: u64,
     pub parked_tasks: u64,

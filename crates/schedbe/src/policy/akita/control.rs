@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use crossbeam::channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam::channel::{Receiver, Sender};
 use log::warn;
 use serde::{Deserialize, Serialize};
 
@@ -70,8 +70,9 @@ pub struct Control {
 }
 
 impl Control {
-    pub fn recv_timeout(&self, wait: Duration) -> Result<Call, RecvTimeoutError> {
-        self.rx.recv_timeout(wait)
+    /// The calls, for the daemon's loop to wait on beside its other work.
+    pub fn calls(&self) -> &Receiver<Call> {
+        &self.rx
     }
 }
 
@@ -139,7 +140,7 @@ pub fn call(path: &Path, req: &Request) -> Result<Reply> {
             anyhow::anyhow!("permission denied on {}: only root may change Akita's VMs", path.display())
         }
         std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-            anyhow::anyhow!("no Akita daemon at {} (is `schedbe run --policy akita` running?)", path.display())
+            anyhow::anyhow!("no Akita daemon at {} (is `schedbe run akita` running?)", path.display())
         }
         _ => anyhow::anyhow!("cannot connect to {}: {e}", path.display()),
     })?;

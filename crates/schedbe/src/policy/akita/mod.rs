@@ -6,10 +6,10 @@
 //! - `placement`: the pCPU picker (section 3.6), incremental admission
 //! - `check`: `schedbe akita check`
 //!
-//! The runtime policy (`schedbe run --policy akita`; src/bpf/akita.bpf.c):
+//! The runtime policy (`schedbe run akita`; src/bpf/akita.bpf.c):
 //! - `servers`: server ids and parameters, planned from the placement
 //! - `runtime`: load the BPF policy, keep its maps in step with the VMs' cgroups
-//! - `report`: per-VM and per-CPU stats
+//! - `report`, `stats`: per-VM and per-CPU stats, served over scx_stats
 //! - `control`: the daemon's root-only socket (`schedbe akita add|remove|list`)
 //! - `bpf`: the generated skeleton
 
@@ -23,6 +23,7 @@ mod placement;
 mod report;
 pub mod runtime;
 mod servers;
+pub mod stats;
 mod table1;
 
 #[cfg(test)]

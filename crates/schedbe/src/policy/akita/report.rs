@@ -1,12 +1,14 @@
 //! Akita's live stats: per VM (CPU share, budget used, throttling, mode
 //! switches it caused, temperature, CPU access latency) and per CPU (mode,
-//! switches, time in HI mode), over one interval, as text or JSON lines.
+//! switches, time in HI mode), over one interval, as text or JSON lines
+//! (served to `schedbe stats` by stats.rs).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use serde::Serialize;
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
 
 use super::bpf::intf;
 use super::edfvd::{Crit, Server};
@@ -31,10 +33,11 @@ pub struct Snapshot {
     pub cpus: BTreeMap<u32, intf::akita_cpu_run>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Stats)]
 pub struct VmRow {
     pub vm: String,
-    pub criticality: Crit,
+    /// HI or LO
+    pub criticality: String,
     /// Its reservation: C_opt/T (LO) or C_pes/T (HI) per vCPU, in CPUs.
     pub reserved_cpus: f64,
     /// CPU time in the interval, in CPUs: within budget, and beyond it (work conservation).
@@ -57,7 +60,7 @@ pub struct VmRow {
 }
 
 /// One vCPU: its CPU access latency against its period (JSON only).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Stats)]
 pub struct VcpuRow {
     pub vm: String,
     pub index: u32,
@@ -72,10 +75,11 @@ pub struct VcpuRow {
     pub slack_cpus: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Stats)]
 pub struct CpuRow {
     pub cpu: u32,
-    pub mode: &'static str,
+    /// HI or LO
+    pub mode: String,
     pub mode_switches: u64,
     /// Share of the interval in HI mode.
     pub hi_share: f64,
@@ -89,7 +93,8 @@ pub struct CpuRow {
     pub rt_rescues: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Stats)]
+#[stat(top, _schedbe_policy = "akita")]
 pub struct Report {
     pub uptime_s: f64,
     pub interval_s: f64,
@@ -132,7 +137,7 @@ impl Report {
                 let cal_n = sum(|r| r.cal_n);
                 VmRow {
                     vm: v.name.clone(),
-                    criticality: v.crit,
+                    criticality: v.crit.to_string(),
                     reserved_cpus: reserved(&v.server) * v.servers.len() as f64,
                     budget_cpus: sum(|r| r.active_ns) as f64 / ns,
                     slack_cpus: sum(|r| r.slack_ns) as f64 / ns,
@@ -185,7 +190,7 @@ impl Report {
                 let hi_d = hi(r, b.mono_ns).saturating_sub(p.map_or(0, |p| hi(p, a.mono_ns)));
                 CpuRow {
                     cpu,
-                    mode: if r.mode == intf::akita_consts_AKITA_MODE_HI { "HI" } else { "LO" },
+                    mode: if r.mode == intf::akita_consts_AKITA_MODE_HI { "HI" } else { "LO" }.to_string(),
                     mode_switches: dd(|r| r.mode_switches),
                     hi_share: (hi_d as f64 / ns).min(1.0),
                     host_share: dd(|r| r.host_ns) as f64 / ns,
@@ -227,7 +232,7 @@ impl Report {
                 "{:>7.1} {:<16} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>8.1} {:>5} {:>5} {:>4} {:>8.3} {:>8.2} {:>5}",
                 self.uptime_s,
                 v.vm,
-                v.criticality.to_string(),
+                v.criticality,
                 v.reserved_cpus,
                 v.budget_cpus,
                 v.slack_cpus,

@@ -1,6 +1,7 @@
 //! `schedbe run --policy akita`: load akita.bpf.c, place the VMs of
-//! vms.toml first-fit, keep the BPF maps in step with the VMs' cgroups, print
-//! per-VM and per-CPU stats, and unload cleanly.
+//! vms.toml first-fit, keep the BPF maps in step with the VMs' cgroups, report
+//! per-VM and per-CPU stats (printed, and served to `schedbe stats`), and
+//! unload cleanly.
 //!
 //! A VM whose cgroup does not exist (yet, or any more) keeps its placement:
 //! its vCPUs stay reserved, no task is on them, and when the cgroup appears
@@ -24,6 +25,7 @@ use super::config::{self, AkitaConfig, Vcpus, VmSpec};
 use super::control::{self, Reply, Request};
 use super::placement::{Placement, VmRequest};
 use super::report::{self, Snapshot};
+use super::stats::Sample;
 use super::servers::{self, Ids, ServerConf, MAX_PER_CPU};
 use crate::cpumax::UnenforcedLimits;
 use crate::loader;
@@ -464,6 +466,12 @@ impl<'a> Runtime<'a> {
         Snapshot { at: Instant::now(), mono_ns: crate::cpumax::monotonic_ns(), servers, cpus }
     }
 
+    /// What the stats report: the VMs now and the counters since load.
+    fn sample(&self) -> Sample {
+        let parking = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
+        Sample { vms: self.vm_table(), snap: self.snapshot(), parking, started: self.started }
+    }
+
     fn vm_table(&self) -> Vec<report::VmInfo> {
         self.vms.iter().flatten().map(|v| self.vm_info(v)).collect()
     }
@@ -600,11 +608,11 @@ impl<'a> Runtime<'a> {
 
     /// Run until `shutdown` or until the kernel ejects the scheduler.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<UserExitInfo> {
-        let mut table = self.vm_table();
+        let server = crate::stats_server::Server::launch(super::stats::server_data());
         let mut next_rescan = Instant::now() + RESCAN;
         let mut next_park = Instant::now();
         let mut next_stats = out.interval.map(|i| Instant::now() + i);
-        let mut prev = self.snapshot();
+        let mut prev = self.sample();
         let mut rows = 0u64;
         while !shutdown.load(Ordering::Relaxed) && !loader::exited(&self.skel) {
             let now = Instant::now();
@@ -612,7 +620,6 @@ impl<'a> Runtime<'a> {
                 if let Err(e) = self.rescan() {
                     warn!("cgroup rescan failed: {e:#}");
                 }
-                table = self.vm_table(); // threads come and go
                 self.unenforced.check();
                 if let Err(e) = self.drain() {
                     warn!("draining removed servers failed: {e:#}");
@@ -625,9 +632,8 @@ impl<'a> Runtime<'a> {
             }
             if let (Some(t), Some(intv)) = (next_stats, out.interval) {
                 if now >= t {
-                    let cur = self.snapshot();
-                    let mut r = report::Report::between(&table, &prev, &cur, self.started);
-                    r.parking = self.parker.as_ref().map(|p| p.counts()).unwrap_or_default();
+                    let cur = self.sample();
+                    let r = super::stats::report(&prev, &cur);
                     if out.json {
                         println!("{}", serde_json::to_string(&r)?);
                     } else {
@@ -641,15 +647,11 @@ impl<'a> Runtime<'a> {
             let park_due = self.parker.is_some().then_some(next_park);
             let due = [Some(next_rescan), park_due, next_stats].into_iter().flatten().min().unwrap_or(now);
             let wait = due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL);
-            match self.control.as_ref().map(|c| c.recv_timeout(wait)) {
-                Some(Ok(call)) => {
-                    let reply = self.answer(call.req);
-                    info!("control: {}", reply.message.replace('\n', "; "));
-                    let _ = call.reply.send(reply);
-                    table = self.vm_table();
-                }
-                Some(Err(_)) => {}
-                None => std::thread::sleep(wait),
+            let calls = self.control.as_ref().map(|c| c.calls());
+            if let Some(call) = server.wait_or(calls, wait, || Ok(self.sample()))? {
+                let reply = self.answer(call.req);
+                info!("control: {}", reply.message.replace('\n', "; "));
+                let _ = call.reply.send(reply);
             }
         }
         // Thaw before unloading: BE must be runnable when EEVDF takes over.

@@ -1,5 +1,5 @@
 //! Least-loaded-first among sandboxes (shared/papers/003), the third policy:
-//! `schedbe run --policy llf` (BPF: src/bpf/llf.bpf.c; docs/serverless.md).
+//! `schedbe run llf` (BPF: src/bpf/llf.bpf.c; docs/serverless.md).
 //!
 //! Userspace finds the sandboxes (cgroups matching the patterns, each
 //! kubelet pod by default: sandbox::discover), measures each one's load
@@ -10,7 +10,9 @@
 //!
 //! - `runtime`: load the BPF policy, keep the keys, cgroups and cpu.max in
 //!   step, print stats, unload
+//! - `stats`: its statistics, served over scx_stats
 //! - `bpf`: the generated skeleton
 
 mod bpf;
 pub mod runtime;
+pub mod stats;

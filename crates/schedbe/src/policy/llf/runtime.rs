@@ -1,6 +1,6 @@
 //! `schedbe run --policy llf`: load llf.bpf.c, keep each sandbox's order key
 //! (its decaying load, from the CPU time the BPF side sums per sandbox) up
-//! to date, print stats, unload cleanly.
+//! to date, serve and print stats, unload cleanly.
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
-use serde::Serialize;
 use scx_utils::UserExitInfo;
 
 use super::bpf::intf;
 use super::bpf::*;
+use super::stats::{self, LlfStats};
 use crate::cpumax::{BwMaps, CpuMax};
 use crate::loader;
-use crate::park::{ParkCounts, ParkOptions, Parker};
+use crate::park::{ParkOptions, Parker};
 use crate::sandbox::discover::{self, Sandbox};
 use crate::sandbox::load::{LoadTracker, Sample};
 use schedbe_cgroup::{BeRules, IdSet, CGROUP_ROOT};
@@ -61,33 +61,6 @@ struct Runtime<'a> {
     /// cpu.max writes are not reported (no ops.cgroup_set_bandwidth, before v6.17): read it at every rescan.
     poll_cpu_max: bool,
     rescans: u64,
-}
-
-#[derive(Serialize)]
-struct StatsRow {
-    uptime_s: f64,
-    sandboxes: usize,
-    /// The most loaded sandboxes: (path, load in CPUs).
-    top: Vec<(String, f64)>,
-    lc_dispatches: u64,
-    direct: u64,
-    floor_slices: u64,
-    preempts: u64,
-    be_dispatches: u64,
-    be_guards: u64,
-    /// A runnable task kept its CPU for another slice (nothing else could run there).
-    kept: u64,
-    /// Parking: starved BE tasks reported, queued BE tasks run because they had to.
-    starved_reports: u64,
-    be_rescues: u64,
-    /// RT/DL takeovers: local queues sent back, and rescued from other CPUs.
-    rt_evacuations: u64,
-    rt_rescues: u64,
-    /// Parked BE cgroups now, and park/unpark events since load.
-    parking: ParkCounts,
-    /// cpu.max: each limited cgroup's throttling since load, as cpu.stat
-    /// reports it (the same field as the SCHED_BE policy's stats).
-    cgroups: std::collections::BTreeMap<String, crate::cpumax::CgroupBw>,
 }
 
 impl<'a> Runtime<'a> {
@@ -260,32 +233,21 @@ impl<'a> Runtime<'a> {
         t
     }
 
-    fn stats_row(&self, started: Instant, prev: &intf::llf_stats) -> (StatsRow, intf::llf_stats) {
-        let c = self.counters();
+    /// The state to report, counters cumulative since load.
+    fn sample(&self, started: Instant) -> stats::Sample {
         let unit = f64::from(intf::llf_consts_LLF_LOAD_ONE);
         let mut top: Vec<(String, f64)> =
             self.sandboxes.iter().filter_map(|s| self.keys.get(&s.cgroup.id).map(|k| (s.cgroup.rel.clone(), *k as f64 / unit))).collect();
         top.sort_by(|a, b| b.1.total_cmp(&a.1));
         top.truncate(5);
-        let row = StatsRow {
+        stats::Sample {
             uptime_s: started.elapsed().as_secs_f64(),
             sandboxes: self.sandboxes.len(),
-            top,
-            lc_dispatches: c.lc_dispatches - prev.lc_dispatches,
-            direct: c.direct - prev.direct,
-            floor_slices: c.floor_slices - prev.floor_slices,
-            preempts: c.preempts - prev.preempts,
-            be_dispatches: c.be_dispatches - prev.be_dispatches,
-            be_guards: c.be_guards - prev.be_guards,
-            kept: c.kept - prev.kept,
-            starved_reports: c.starved_reports - prev.starved_reports,
-            be_rescues: c.be_rescues - prev.be_rescues,
-            rt_evacuations: c.rt_evacuations - prev.rt_evacuations,
-            rt_rescues: c.rt_rescues - prev.rt_rescues,
+            top: top.into_iter().collect(),
+            counters: self.counters(),
             parking: self.parker.as_ref().map(|p| p.counts()).unwrap_or_default(),
             cgroups: self.cpumax.stats(&self.skel.maps.bw_stats),
-        };
-        (row, c)
+        }
     }
 
     /// Did ops.cgroup_set_bandwidth see a cgroup that has no slot yet? (Clears the request.)
@@ -295,6 +257,7 @@ impl<'a> Runtime<'a> {
 
     fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let started = Instant::now();
+        let server = crate::stats_server::Server::launch(stats::server_data());
         let (mut next_update, mut next_rescan, mut next_park) = (started + UPDATE, started + RESCAN, started);
         let mut next_stats = self.opts.stats.map(|i| started + i);
         // SAFETY: all-zero is a valid llf_stats.
@@ -326,24 +289,20 @@ impl<'a> Runtime<'a> {
             }
             if let (Some(t), Some(intv)) = (next_stats, self.opts.stats) {
                 if now >= t {
-                    let (row, c) = self.stats_row(started, &prev);
-                    prev = c;
+                    let cur = self.sample(started);
+                    let row = LlfStats::between(&prev, &cur);
+                    prev = cur.counters;
                     if self.opts.json {
                         println!("{}", serde_json::to_string(&row)?);
                     } else {
-                        let top: Vec<String> = row.top.iter().map(|(p, l)| format!("{p} {l:.2}")).collect();
-                        println!(
-                            "{:>7.1} sandboxes {} lc {} direct {} floor {} preempt {} be {} guard {} parked {} | top: {}",
-                            row.uptime_s, row.sandboxes, row.lc_dispatches, row.direct, row.floor_slices, row.preempts, row.be_dispatches, row.be_guards,
-                            row.parking.parked_cgroups, top.join(", ")
-                        );
+                        println!("{}", row.format_row());
                     }
                     next_stats = Some(t + intv);
                 }
             }
             let park_due = self.parker.is_some().then_some(next_park);
             let due = [Some(next_update), Some(next_rescan), park_due, next_stats].into_iter().flatten().min().unwrap_or(now);
-            std::thread::sleep(due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL));
+            server.wait(due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL), || Ok(self.sample(started)))?;
         }
         // Thaw before unloading: BE must be runnable when EEVDF takes over.
         if let Some(p) = self.parker.as_mut() {

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
-use scx_stats::prelude::*;
 use scx_utils::{Topology, UserExitInfo};
 
 use super::bpf::*;
@@ -439,14 +438,7 @@ impl<'a> Scheduler<'a> {
 
     /// Run until `shutdown` or until the kernel ejects the scheduler.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>, out: StatsOut) -> Result<UserExitInfo> {
-        let server = StatsServer::new(super::stats::server_data()).launch();
-        let chans = match &server {
-            Ok(s) => Some(s.channels()),
-            Err(e) => {
-                warn!("stats server not started: {e:#}");
-                None
-            }
-        };
+        let server = crate::stats_server::Server::launch(super::stats::server_data());
         let rescan_every = Duration::from_millis(self.cfg.rescan_ms);
         let flatten_every = Duration::from_millis(self.cfg.flatten_ms);
         let now = Instant::now();
@@ -506,14 +498,7 @@ impl<'a> Scheduler<'a> {
             // client asks.
             let due = [Some(next_rescan), Some(next_flatten), Some(next_park), next_stats].into_iter().flatten().min().unwrap_or(now);
             let wait = due.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL);
-            match &chans {
-                Some((res_ch, req_ch)) => match req_ch.recv_timeout(wait) {
-                    Ok(()) => res_ch.send(self.metrics()?)?,
-                    Err(crossbeam::channel::RecvTimeoutError::Timeout) => {}
-                    Err(e) => return Err(e.into()),
-                },
-                None => std::thread::sleep(wait),
-            }
+            server.wait(wait, || self.metrics())?;
         }
 
         // Thaw before unloading: BE must be runnable when EEVDF takes over.

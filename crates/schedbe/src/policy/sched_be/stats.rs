@@ -1,12 +1,9 @@
-//! Live statistics, following the scx_stats conventions (a stats server that
-//! `schedbe stats` and scx tools can query, and the same data printed by
-//! `schedbe run --stats`).
+//! SCHED_BE's live statistics, following the scx_stats conventions (served
+//! by stats_server.rs to `schedbe stats` and scx tools, and the same data
+//! printed by `schedbe run --stats`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
 use scx_stats::prelude::*;
@@ -18,7 +15,7 @@ pub use crate::cpumax::CgroupBw;
 /// Counters over an interval (times in ms, shares in % of all CPUs).
 #[stat_doc]
 #[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
-#[stat(top)]
+#[stat(top, _schedbe_policy = "sched-be")]
 pub struct Metrics {
     #[stat(desc = "Length of the reporting interval (ms)")]
     pub interval_ms: f64,
@@ -223,35 +220,5 @@ impl Metrics {
 }
 
 pub fn server_data() -> StatsServerData<(), Metrics> {
-    let open: Box<dyn StatsOpener<(), Metrics>> = Box::new(move |(req_ch, res_ch)| {
-        req_ch.send(())?;
-        let mut prev = res_ch.recv()?;
-        let read: Box<dyn StatsReader<(), Metrics>> = Box::new(move |_args, (req_ch, res_ch)| {
-            req_ch.send(())?;
-            let cur = res_ch.recv()?;
-            let d = cur.delta(&prev);
-            prev = cur;
-            d.to_json()
-        });
-        Ok(read)
-    });
-    StatsServerData::new().add_meta(CgroupBw::meta()).add_meta(Metrics::meta()).add_ops("top", StatsOps { open, close: None })
-}
-
-/// `schedbe stats`: print the running scheduler's stats every `intv`.
-pub fn monitor(intv: Duration, shutdown: Arc<AtomicBool>) -> Result<()> {
-    let mut n = 0u64;
-    scx_utils::monitor_stats::<Metrics>(
-        &[],
-        intv,
-        || shutdown.load(Ordering::Relaxed),
-        |m| {
-            let mut out = std::io::stdout();
-            if n.is_multiple_of(20) {
-                writeln!(out, "{}", Metrics::HEADER)?;
-            }
-            n += 1;
-            m.format_row(&mut out)
-        },
-    )
+    crate::stats_server::deltas(vec![CgroupBw::meta(), Metrics::meta()], |cur, prev| cur.delta(prev).to_json())
 }
