@@ -44,27 +44,23 @@ mod tests {
     use super::*;
     use crate::sandbox::discover::{discover, patterns};
     use crate::testtree::TempTree;
-    use schedbe_bench::kubepods::{pod_path, Driver, Qos};
 
     #[test]
     fn read_a_fake_tree() {
         let t = TempTree::new("reading");
-        let (a, b) = ("aaaa-1", "bbbb-2");
-        let pa = pod_path(Driver::Cgroupfs, Qos::Burstable, a);
-        let pb = pod_path(Driver::Cgroupfs, Qos::BestEffort, b);
-        t.write(&pa.join("cpu.stat"), "usage_usec 1500\nuser_usec 1000\n");
-        t.write(&pa.join("cpu.max"), "50000 100000\n");
-        t.write(&pa.join("cpu.pressure"), "some avg10=1.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n");
-        t.write(&pb.join("cpu.stat"), "usage_usec 7\n");
-        let found = discover(t.root(), &patterns(&[]).unwrap()).unwrap();
-        let r = read(&mut Files::new(), t.root(), &found[1]).unwrap();
-        assert_eq!((r.usage_us, r.limit_cpus), (1500, Some(0.5)));
-        assert_eq!(r.pressure.unwrap().some.avg10, 1.0);
+        // "limited" has all three files, "plain" only the required one
+        t.write(Path::new("limited/cpu.stat"), "usage_usec 1500\nuser_usec 1000\n");
+        t.write(Path::new("limited/cpu.max"), "50000 100000\n");
+        t.write(Path::new("limited/cpu.pressure"), "some avg10=1.00 avg60=0.00 avg300=0.00 total=5\n");
+        t.write(Path::new("plain/cpu.stat"), "usage_usec 7\n");
+        let found = discover(t.root(), &patterns(&["*".to_string()]).unwrap()).unwrap();
         let r = read(&mut Files::new(), t.root(), &found[0]).unwrap();
+        assert_eq!((r.usage_us, r.limit_cpus, r.pressure.map(|p| p.some.avg10)), (1500, Some(0.5), Some(1.0)));
+        let r = read(&mut Files::new(), t.root(), &found[1]).unwrap();
         assert_eq!((r.usage_us, r.limit_cpus, r.pressure), (7, None, None));
         // A broken cpu.stat names the file.
-        t.write(&pb.join("cpu.stat"), "usage_usec many\n");
-        let e = format!("{:#}", read(&mut Files::new(), t.root(), &found[0]).unwrap_err());
-        assert!(e.contains("podbbbb-2/cpu.stat") && e.contains("not a number"), "{e}");
+        t.write(Path::new("plain/cpu.stat"), "usage_usec many\n");
+        let e = format!("{:#}", read(&mut Files::new(), t.root(), &found[1]).unwrap_err());
+        assert!(e.contains("plain/cpu.stat") && e.contains("not a number"), "{e}");
     }
 }
