@@ -216,6 +216,20 @@ pub fn take_rescan_request(req: &mut u32) -> bool {
     std::mem::replace(req, 0) != 0
 }
 
+/// The rescan step of every policy's loop: @rescan runs when the period is
+/// @due, and at once when the BPF side saw a cpu.max written on a cgroup
+/// created since the last rescan (@bw_written, passed on to @rescan). A failed
+/// rescan is logged and the loop goes on; the next one tries again.
+/// Returns @due, for the caller to set the next period.
+pub fn rescan_step(due: bool, bw_written: bool, rescan: impl FnOnce(bool) -> Result<()>) -> bool {
+    if due || bw_written {
+        if let Err(e) = rescan(bw_written) {
+            warn!("cgroup rescan failed: {e:#}");
+        }
+    }
+    due
+}
+
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(); every policy's userspace uses it.
 pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

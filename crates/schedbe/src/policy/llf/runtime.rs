@@ -265,15 +265,8 @@ impl<'a> Runtime<'a> {
         while !shutdown.load(Ordering::Relaxed) && !loader::exited(&self.skel) {
             let now = Instant::now();
             // also when ops.cgroup_set_bandwidth saw a limit on a cgroup created since the last rescan
-            let due = now >= next_rescan;
-            let bw_written = self.bw_rescan_requested();
-            if due || bw_written {
-                if let Err(e) = self.rescan(bw_written) {
-                    warn!("cgroup rescan failed: {e:#}");
-                }
-                if due {
-                    next_rescan = now + RESCAN;
-                }
+            if crate::cpumax::rescan_step(now >= next_rescan, self.bw_rescan_requested(), |bw| self.rescan(bw)) {
+                next_rescan = now + RESCAN;
             }
             if now >= next_update {
                 if let Err(e) = self.update_keys() {

@@ -452,15 +452,8 @@ impl<'a> Scheduler<'a> {
         while !shutdown.load(Ordering::Relaxed) && !loader::exited(&self.skel) {
             let now = Instant::now();
             // A cpu.max written on a cgroup created since the last rescan.
-            let due = now >= next_rescan;
-            let bw_written = self.bw_rescan_requested();
-            if due || bw_written {
-                if let Err(e) = self.rescan(bw_written) {
-                    warn!("cgroup rescan failed: {e:#}");
-                }
-                if due {
-                    next_rescan = advance(next_rescan, rescan_every, now);
-                }
+            if crate::cpumax::rescan_step(now >= next_rescan, self.bw_rescan_requested(), |bw| self.rescan(bw)) {
+                next_rescan = advance(next_rescan, rescan_every, now);
             }
             if now >= next_flatten {
                 if let Err(e) = self.flatten() {
