@@ -1,4 +1,4 @@
-"""The Akita policy (`schedbe run --policy akita`, docs/akita.md) in the VM.
+"""The Akita policy (`schedbe run akita`, docs/akita.md) in the VM.
 
 VMs are cgroups under schedbe-test/akita/, their vCPUs busy loops or
 tests/progs/duty.py (a periodic demand). Every VM is placed on the last CPU,

@@ -1,4 +1,4 @@
-"""The least-loaded-first policy (`schedbe run --policy llf`, docs/serverless.md)
+"""The least-loaded-first policy (`schedbe run llf`, docs/serverless.md)
 in the VM.
 
 Sandboxes are cgroups under schedbe-test/llf/ given with --sandbox. Shares

@@ -51,7 +51,7 @@
  *            than LLF_FLOOR_SCAN wait their turn there); the
  *            loads' decay gives far more in practice, since a sandbox that
  *            gets nothing soon becomes the least loaded of the heavy ones.
- *            `schedbe bench serverless` checks the floor from the tracer,
+ *            `schedbe-bench serverless` checks the floor from the tracer,
  *            not from this policy's counters.
  *  BE:       below every LC task; a BE task queued longer than
  *            starvation_limit_ns gets one slice (guard).
