@@ -3,7 +3,7 @@
 more (`SCHEDBE_VERIFIER_STATS=6 schedbe run ... 2> LOG`, in the guest), the
 instructions processed per program, split by the source function their line
 belongs to (the log's "; ... @ file:line" annotations, matched against
-crates/schedbe/src/bpf/). A function walked tens of thousands of times is a
+crates/schedbe/src/bpf/ and its folders). A function walked tens of thousands of times is a
 candidate for a global function (docs/testing.md, "Load time").
 
     /usr/bin/python3 scripts/ab/verifier-lines.py LOG [TOP]
@@ -19,12 +19,25 @@ OPS = re.compile(r"^\w+ BPF_STRUCT_OPS(?:_SLEEPABLE)?\((\w+)")
 _defs = {}
 
 
+def find_source(fname):
+    """FNAME below crates/schedbe/src/bpf/ (policy folders and common/): the path as the
+    log gives it, else the file of that base name (None if there is none)."""
+    path = os.path.join(SRC, fname)
+    if os.path.exists(path):
+        return path
+    base = os.path.basename(fname)
+    for d, _, files in sorted(os.walk(SRC)):
+        if base in files:
+            return os.path.join(d, base)
+    return None
+
+
 def function_at(fname, line):
     """The function of crates/schedbe/src/bpf/FNAME that line LINE is in ('?' if unknown)."""
     if fname not in _defs:
         found = []
-        path = os.path.join(SRC, fname)
-        if os.path.exists(path):
+        path = find_source(fname)
+        if path:
             with open(path) as f:
                 for i, text in enumerate(f, 1):
                     m = OPS.match(text) or (DEF.match(text) if not text[:1].isspace()

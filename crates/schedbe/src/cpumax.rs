@@ -1,4 +1,4 @@
-//! cpu.max, enforced by schedbe (the BPF side is src/bpf/cpumax.bpf.h).
+//! cpu.max, enforced by schedbe (the BPF side is src/bpf/common/cpumax.bpf.h).
 //!
 //! The kernel's bandwidth control does not apply to sched_ext tasks, so
 //! schedbe enforces cpu.max itself. Every cgroup with the cpu controller gets

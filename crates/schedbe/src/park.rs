@@ -6,7 +6,7 @@
 //! starvation guard that prevents that costs LC a slice every few seconds per
 //! task. A frozen task is not runnable. The freezer stops a task only on its
 //! way back to user space, holding no kernel lock; the BPF side runs a task
-//! with a freeze pending as LC until it gets there (main.bpf.c, "parking").
+//! with a freeze pending as LC until it gets there (sched_be/sched_be.bpf.c, "parking").
 //!
 //! When: the BPF side reports a cgroup when one of its BE tasks was runnable
 //! for a whole park_after window and got under 1/32 of it on a CPU. That is

@@ -6,7 +6,7 @@
 //! - `placement`: the pCPU picker (section 3.6), incremental admission
 //! - `check`: `schedbe akita check`
 //!
-//! The runtime policy (`schedbe run akita`; src/bpf/akita.bpf.c):
+//! The runtime policy (`schedbe run akita`; src/bpf/akita/):
 //! - `servers`: server ids and parameters, planned from the placement
 //! - `runtime`: load the BPF policy, keep its maps in step with the VMs' cgroups
 //! - `report`, `stats`: per-VM and per-CPU stats, served over scx_stats

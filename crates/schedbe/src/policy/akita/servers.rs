@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::edfvd::{self, Server};
 use super::placement::Placement;
 
-/// Limits of the BPF side (akita_intf.h).
+/// Limits of the BPF side (src/bpf/akita/intf.h).
 pub const MAX_SERVERS: usize = 1024;
 pub const MAX_PER_CPU: usize = 32;
 

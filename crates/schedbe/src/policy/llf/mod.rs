@@ -1,5 +1,5 @@
 //! Least-loaded-first among sandboxes (shared/papers/003), the third policy:
-//! `schedbe run llf` (BPF: src/bpf/llf.bpf.c; docs/serverless.md).
+//! `schedbe run llf` (BPF: src/bpf/llf/; docs/serverless.md).
 //!
 //! Userspace finds the sandboxes (cgroups matching the patterns, each
 //! kubelet pod by default: sandbox::discover), measures each one's load

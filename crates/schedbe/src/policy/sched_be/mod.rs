@@ -1,6 +1,6 @@
 //! SCHED_BE (shared/papers/000-002), the default policy: one global
 //! weighted-fair LC tier across all CPUs, and BE strictly below it
-//! (`schedbe run`; BPF: src/bpf/main.bpf.c; docs/design.md).
+//! (`schedbe run`; BPF: src/bpf/sched_be/; docs/design.md).
 //!
 //! - `config`: the TOML config file and its flags, validated
 //! - `runtime`: load the BPF policy, keep its maps in step with the cgroup
