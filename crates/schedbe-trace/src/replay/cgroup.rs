@@ -31,7 +31,7 @@ use super::cgroup_set::{bits, CgroupSet, MAX_CGROUPS};
 use super::latency::Latency;
 use super::period::Grid;
 use super::reservation::Reservation;
-use super::state::Occ;
+use super::occ::Occ;
 use super::{CgroupStats, PeriodStats, Pid, Replay, ReplayConfig, SegmentEnd, Tier};
 
 #[derive(Clone, Debug, Default)]

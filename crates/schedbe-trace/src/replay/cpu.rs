@@ -2,7 +2,7 @@
 //! with the inversion and idle-while-LC-waits figures that depend on the set
 //! of waiting LC tasks.
 
-use super::state::Occ;
+use super::occ::Occ;
 use super::{Pid, Replay, Tier};
 
 impl Replay {

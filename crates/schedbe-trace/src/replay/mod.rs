@@ -101,6 +101,7 @@ mod cgroup_set;
 mod cpu;
 mod event;
 mod latency;
+mod occ;
 mod period;
 mod process;
 mod reservation;

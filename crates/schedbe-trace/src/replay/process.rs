@@ -1,6 +1,7 @@
 //! Applying one event to the replay state.
 
-use super::state::{Occ, TState};
+use super::occ::Occ;
+use super::state::TState;
 use super::wait::WaitCause;
 use super::{CpuMask, Event, EventKind, Replay, SegmentEnd, Switch, Tier};
 

@@ -2,16 +2,8 @@
 //! doing, and the reorder buffer's ordering.
 
 use super::latency::Latency;
-use super::{CgroupSet, CpuMask, CpuStats, Event, Pid, Tier};
-
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Occ {
-    pub(super) pid: Pid,
-    pub(super) tier: Tier,
-    pub(super) since: u64,
-    /// Requested cgroups the task is in, as of its switch-in.
-    pub(super) cgroups: CgroupSet,
-}
+use super::occ::Occ;
+use super::{CgroupSet, CpuMask, CpuStats, Event, Tier};
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct CpuState {

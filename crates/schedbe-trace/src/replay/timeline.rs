@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::state::Occ;
+use super::occ::Occ;
 use super::{CgroupSet, Pid, Replay, Tier};
 
 /// How a run segment ended.
