@@ -1,6 +1,6 @@
 #!/bin/bash
-# BPF CPU at issue 13's load (`schedbe-bench lc-alone --util 0.67 --service fixed:5000 --bpf-stats`),
-# schedbe builds alternated in one boot (docs/overhead.md, 2026-11-28 fourth). In the VM:
+# BPF CPU of schedbe at a steady LC load (`schedbe-bench lc-alone --util 0.67 --service fixed:5000 --bpf-stats`),
+# schedbe builds alternated in one boot (docs/overhead.md). In the VM:
 #   scripts/vm.sh --cpus 2 --mem 2G --timeout 1500 -- 'ORDER="old new" scripts/ab/bpf-at-issue-load.sh'
 # Builds are results/tmp/ab/bin-NAME; BENCH (default: target/release/schedbe-bench) runs the
 # bench, so only the scheduler varies. Env: ROUNDS ("1 2"), ORDER (names). Outputs results/tmp/bpfab-NAME-ROUND/;

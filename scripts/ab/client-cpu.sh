@@ -1,7 +1,7 @@
 #!/bin/bash
 # The LC client's own CPU time (its rusage, user and system) next to the
 # server's and the whole machine's, at one load, EEVDF and schedbe alternated
-# (docs/overhead-log-7.md, "2026-12-02 (fourth)"). `schedbe-bench lc-server` and
+# (docs/overhead-log-7.md). `schedbe-bench lc-server` and
 # `schedbe-bench client` are run directly, with `schedbe run` loaded for the schedbe runs. In the VM:
 #   scripts/vm.sh --icount --cpus 2 --mem 2G --timeout 1400 -- scripts/ab/client-cpu.sh
 # Env: BIN (default target/release/schedbe), BENCH (default target/release/schedbe-bench), UTIL (offered load per CPU; 0.72),
